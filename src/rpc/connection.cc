@@ -1,0 +1,261 @@
+#include "rpc/connection.h"
+
+#include <fmt/format.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <vector>
+
+namespace kvpool::rpc {
+namespace {
+
+// Waits until fd is ready for `events` or the deadline passes.
+Status WaitFd(int fd, short events, Deadline deadline, const Endpoint& ep) {
+  for (;;) {
+    int64_t left = MillisLeft(deadline);
+    if (left <= 0) {
+      return Status(ErrorCode::RPC_TIMEOUT, fmt::format("deadline passed talking to {}", ep.ToString()));
+    }
+    pollfd p{fd, events, 0};
+    int rc = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
+    if (rc > 0) return Status::Ok();
+    if (rc < 0 && errno != EINTR) {
+      return Status(ErrorCode::RPC_FAIL, fmt::format("poll on {}: {}", ep.ToString(), strerror(errno)));
+    }
+  }
+}
+
+void SetSocketOptions(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+}
+
+Result<int> ConnectSocket(const Endpoint& ep, Deadline deadline) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  int gai = getaddrinfo(ep.host.c_str(), std::to_string(ep.port).c_str(), &hints, &res);
+  if (gai != 0) {
+    return Status(ErrorCode::RPC_FAIL,
+                  fmt::format("cannot resolve {}: {}", ep.ToString(), gai_strerror(gai)));
+  }
+  Status last(ErrorCode::RPC_FAIL, fmt::format("no address for {}", ep.ToString()));
+  for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
+    int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    int rc = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
+    if (rc != 0 && errno == EINPROGRESS) {
+      last = WaitFd(fd, POLLOUT, deadline, ep);
+      if (last.ok()) {
+        int err = 0;
+        socklen_t len = sizeof(err);
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        rc = err == 0 ? 0 : -1;
+        errno = err;
+      }
+    }
+    if (rc == 0) {
+      freeaddrinfo(res);
+      SetSocketOptions(fd);
+      return fd;
+    }
+    if (last.ok() || last.code() != ErrorCode::RPC_TIMEOUT) {
+      last = Status(ErrorCode::RPC_FAIL,
+                    fmt::format("cannot connect to {}: {}", ep.ToString(), strerror(errno)));
+    }
+    ::close(fd);
+  }
+  freeaddrinfo(res);
+  return last;
+}
+
+size_t TotalLength(std::span<const iovec> iov) {
+  size_t n = 0;
+  for (const auto& v : iov) n += v.iov_len;
+  return n;
+}
+
+}  // namespace
+
+Connection::Connection(int fd, Endpoint endpoint, FrameLimits limits)
+    : fd_(fd), endpoint_(std::move(endpoint)), limits_(limits) {}
+
+Connection::~Connection() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<std::unique_ptr<Connection>> Connection::Connect(const Endpoint& endpoint,
+                                                        const std::string& peer_name,
+                                                        Deadline deadline, FrameLimits limits) {
+  auto fd = ConnectSocket(endpoint, deadline);
+  if (!fd.ok()) return fd.status();
+  std::unique_ptr<Connection> conn(new Connection(*fd, endpoint, limits));
+  Hello hello;
+  hello.set_protocol_version(kProtocolVersion);
+  hello.set_peer_name(peer_name);
+  HelloReply reply;
+  Status st = conn->Call(HELLO, hello, &reply, deadline);
+  if (!st.ok()) return st;
+  return conn;
+}
+
+bool Connection::StillOpen() const {
+  if (fd_ < 0) return false;
+  char c;
+  ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  // Idle connections have nothing to read: EAGAIN means open; 0 means closed; data means the
+  // stream is out of sync, so it must not be reused either.
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+Status Connection::Fail(Status st) {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+  return st;
+}
+
+Status Connection::SendAll(std::span<iovec> iov, Deadline deadline) {
+  size_t i = 0;
+  while (i < iov.size()) {
+    if (iov[i].iov_len == 0) {
+      ++i;
+      continue;
+    }
+    size_t cnt = std::min<size_t>(iov.size() - i, IOV_MAX);
+    msghdr msg{};
+    msg.msg_iov = &iov[i];
+    msg.msg_iovlen = cnt;
+    ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        KVPOOL_RETURN_IF_ERROR(WaitFd(fd_, POLLOUT, deadline, endpoint_));
+        continue;
+      }
+      return Status(ErrorCode::RPC_FAIL,
+                    fmt::format("send to {}: {}", endpoint_.ToString(), strerror(errno)));
+    }
+    size_t left = static_cast<size_t>(n);
+    while (left > 0 && i < iov.size()) {
+      size_t take = std::min(left, iov[i].iov_len);
+      iov[i].iov_base = static_cast<char*>(iov[i].iov_base) + take;
+      iov[i].iov_len -= take;
+      left -= take;
+      if (iov[i].iov_len == 0) ++i;
+    }
+  }
+  return Status::Ok();
+}
+
+Status Connection::RecvAll(std::span<iovec> iov, Deadline deadline) {
+  size_t i = 0;
+  while (i < iov.size()) {
+    if (iov[i].iov_len == 0) {
+      ++i;
+      continue;
+    }
+    size_t cnt = std::min<size_t>(iov.size() - i, IOV_MAX);
+    ssize_t n = ::readv(fd_, &iov[i], static_cast<int>(cnt));
+    if (n == 0) {
+      return Status(ErrorCode::RPC_FAIL,
+                    fmt::format("connection to {} closed by peer", endpoint_.ToString()));
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        KVPOOL_RETURN_IF_ERROR(WaitFd(fd_, POLLIN, deadline, endpoint_));
+        continue;
+      }
+      return Status(ErrorCode::RPC_FAIL,
+                    fmt::format("receive from {}: {}", endpoint_.ToString(), strerror(errno)));
+    }
+    size_t left = static_cast<size_t>(n);
+    while (left > 0 && i < iov.size()) {
+      size_t take = std::min(left, iov[i].iov_len);
+      iov[i].iov_base = static_cast<char*>(iov[i].iov_base) + take;
+      iov[i].iov_len -= take;
+      left -= take;
+      if (iov[i].iov_len == 0) ++i;
+    }
+  }
+  return Status::Ok();
+}
+
+Status Connection::Call(Method method, const google::protobuf::MessageLite& request,
+                        google::protobuf::MessageLite* response,
+                        std::span<const iovec> request_payload,
+                        std::span<const iovec> response_payload, Deadline deadline) {
+  if (fd_ < 0) {
+    return Status(ErrorCode::RPC_FAIL,
+                  fmt::format("connection to {} is broken", endpoint_.ToString()));
+  }
+  meta_buf_.clear();
+  request.AppendToString(&meta_buf_);
+  FrameHeader h;
+  h.method = static_cast<uint16_t>(method);
+  h.request_id = next_request_id_++;
+  h.meta_len = static_cast<uint32_t>(meta_buf_.size());
+  h.payload_len = TotalLength(request_payload);
+  uint8_t header[kFrameHeaderBytes];
+  EncodeFrameHeader(h, header);
+
+  std::vector<iovec> out;
+  out.reserve(2 + request_payload.size());
+  out.push_back({header, kFrameHeaderBytes});
+  out.push_back({meta_buf_.data(), meta_buf_.size()});
+  out.insert(out.end(), request_payload.begin(), request_payload.end());
+  Status st = SendAll(out, deadline);
+  if (!st.ok()) return Fail(st);
+
+  uint8_t rheader[kFrameHeaderBytes];
+  iovec hv{rheader, kFrameHeaderBytes};
+  st = RecvAll({&hv, 1}, deadline);
+  if (!st.ok()) return Fail(st);
+  auto rh = DecodeFrameHeader(rheader, limits_);
+  if (!rh.ok()) return Fail(rh.status());
+  if (rh->base_method() != h.method || rh->request_id != h.request_id || !rh->is_response()) {
+    return Fail(Status(ErrorCode::RPC_FAIL,
+                       fmt::format("{} answered request {} method {} with request {} method {}",
+                                   endpoint_.ToString(), h.request_id, h.method,
+                                   rh->request_id, rh->method)));
+  }
+  meta_buf_.resize(rh->meta_len);
+  iovec mv{meta_buf_.data(), meta_buf_.size()};
+  st = RecvAll({&mv, 1}, deadline);
+  if (!st.ok()) return Fail(st);
+
+  if (rh->status != 0) {
+    ErrorInfo info;
+    info.ParseFromString(meta_buf_);
+    if (rh->payload_len != 0) {
+      return Fail(Status(ErrorCode::RPC_FAIL, "error response carried a payload"));
+    }
+    return Status(ErrorCodeFromInt(rh->status), info.message());
+  }
+  if (rh->payload_len != TotalLength(response_payload)) {
+    return Fail(Status(ErrorCode::TRANSFER_FAIL,
+                       fmt::format("{} sent {} payload bytes, expected {}", endpoint_.ToString(),
+                                   rh->payload_len, TotalLength(response_payload))));
+  }
+  std::vector<iovec> in(response_payload.begin(), response_payload.end());
+  st = RecvAll(in, deadline);
+  if (!st.ok()) return Fail(st);
+  if (response != nullptr && !response->ParseFromString(meta_buf_)) {
+    return Fail(Status(ErrorCode::RPC_FAIL,
+                       fmt::format("unparsable response from {}", endpoint_.ToString())));
+  }
+  return Status::Ok();
+}
+
+}  // namespace kvpool::rpc

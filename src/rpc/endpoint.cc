@@ -1,0 +1,51 @@
+#include "rpc/endpoint.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+namespace kvpool::rpc {
+
+Result<Endpoint> ParseEndpoint(std::string_view text, uint16_t default_port,
+                               std::string_view what) {
+  auto bad = [&](std::string_view why) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("{} '{}' is not a valid host:port: {}", what, text, why));
+  };
+  Endpoint ep;
+  std::string_view port_text;
+  if (!text.empty() && text.front() == '[') {
+    size_t close = text.find(']');
+    if (close == std::string_view::npos) return bad("unclosed '['");
+    ep.host = std::string(text.substr(1, close - 1));
+    std::string_view rest = text.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest.front() != ':') return bad("expected ':' after ']'");
+      port_text = rest.substr(1);
+    }
+  } else {
+    size_t colon = text.rfind(':');
+    if (colon == std::string_view::npos) {
+      ep.host = std::string(text);
+    } else {
+      ep.host = std::string(text.substr(0, colon));
+      port_text = text.substr(colon + 1);
+    }
+  }
+  if (ep.host.empty()) return bad("empty host");
+  if (port_text.empty()) {
+    if (default_port == 0) return bad("missing port");
+    ep.port = default_port;
+    return ep;
+  }
+  unsigned value = 0;
+  auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), value);
+  if (ec != std::errc() || ptr != port_text.data() + port_text.size() || value == 0 ||
+      value > 65535) {
+    return bad("port must be a number from 1 to 65535");
+  }
+  ep.port = static_cast<uint16_t>(value);
+  return ep;
+}
+
+}  // namespace kvpool::rpc
