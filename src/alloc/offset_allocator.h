@@ -63,8 +63,8 @@ class OffsetAllocator {
   // while a fitting range (at most 12.5% larger than the request) exists. largest_free_range()
   // is the bound below which this cannot happen.
   //
-  // Best fit first: (b) is tried before (a), then the smallest non-empty bin of (a). Any range
-  // left over after the split stays free.
+  // Search order, best fit first: (b), then the smallest non-empty bin satisfying (a). The
+  // chosen range is split: the request takes its start, the rest stays free.
   //
   // May throw std::bad_alloc when the node pool grows; the allocator is then unchanged.
   std::optional<Allocation> Allocate(uint64_t size);

@@ -9,6 +9,7 @@
 #include <asio.hpp>
 
 #include <atomic>
+#include <memory>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -55,6 +56,7 @@ struct Reply {
   std::string message;
   std::string meta;
   std::vector<asio::const_buffer> payload;
+  std::shared_ptr<const void> keep_alive;  // holds what `payload` points into until sent
 
   static Reply Of(const google::protobuf::MessageLite& msg);
   static Reply Error(const Status& st);

@@ -1,0 +1,78 @@
+#include "transfer/data_service.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace kvpool::transfer {
+
+asio::awaitable<rpc::Reply> DataService::Handle(const rpc::FrameHeader& header,
+                                                std::string_view meta,
+                                                rpc::PayloadReader& payload) {
+  rpc::DataRequest req;
+  if (header.method != rpc::WRITE && header.method != rpc::READ) {
+    co_return rpc::Reply::Error(Status(ErrorCode::NOT_SUPPORTED,
+                                       fmt::format("method {} is not served by a storage node",
+                                                   header.method)));
+  }
+  if (!req.ParseFromArray(meta.data(), static_cast<int>(meta.size()))) {
+    ++counters_.requests_refused;
+    co_return rpc::Reply::Error(Status(ErrorCode::INVALID_PARAMS, "unparsable DataRequest"));
+  }
+  if (header.method == rpc::WRITE) co_return co_await Write(req, payload);
+  if (payload.size() != 0) {
+    ++counters_.requests_refused;
+    co_return rpc::Reply::Error(Status(ErrorCode::INVALID_PARAMS, "READ carries a payload"));
+  }
+  co_return Read(req);
+}
+
+asio::awaitable<rpc::Reply> DataService::Write(const rpc::DataRequest& req,
+                                               rpc::PayloadReader& payload) {
+  auto segment = segments_->Find(req.segment_name());
+  if (segment == nullptr) {
+    ++counters_.requests_refused;
+    co_return rpc::Reply::Error(Status(
+        ErrorCode::SEGMENT_NOT_FOUND, fmt::format("segment={} is not served here", req.segment_name())));
+  }
+  auto total = SegmentTable::CheckRanges(*segment, req.segment_name(), req.ranges(), true);
+  if (total.ok() && *total != payload.size()) {
+    total = Status(ErrorCode::INVALID_PARAMS,
+                   fmt::format("segment={} WRITE ranges total {} bytes but payload is {}",
+                               req.segment_name(), *total, payload.size()));
+  }
+  if (!total.ok()) {
+    ++counters_.requests_refused;
+    spdlog::warn("refused WRITE: {}", total.status().ToString());
+    co_return rpc::Reply::Error(total.status());
+  }
+  std::vector<asio::mutable_buffer> into;
+  into.reserve(req.ranges_size());
+  for (const auto& r : req.ranges()) into.emplace_back(segment->base() + r.offset(), r.length());
+  Status st = co_await payload.ReadInto(std::move(into));
+  if (!st.ok()) co_return rpc::Reply::Error(st);
+  counters_.bytes_written.fetch_add(*total, std::memory_order_relaxed);
+  co_return rpc::Reply::Of(rpc::Empty());
+}
+
+rpc::Reply DataService::Read(const rpc::DataRequest& req) {
+  auto segment = segments_->Find(req.segment_name());
+  if (segment == nullptr) {
+    ++counters_.requests_refused;
+    return rpc::Reply::Error(Status(ErrorCode::SEGMENT_NOT_FOUND,
+                                    fmt::format("segment={} is not served here", req.segment_name())));
+  }
+  auto total = SegmentTable::CheckRanges(*segment, req.segment_name(), req.ranges(), false);
+  if (!total.ok()) {
+    ++counters_.requests_refused;
+    spdlog::warn("refused READ: {}", total.status().ToString());
+    return rpc::Reply::Error(total.status());
+  }
+  rpc::Reply reply = rpc::Reply::Of(rpc::Empty());
+  reply.payload.reserve(req.ranges_size());
+  for (const auto& r : req.ranges()) reply.payload.emplace_back(segment->base() + r.offset(), r.length());
+  reply.keep_alive = std::move(segment);
+  counters_.bytes_read.fetch_add(*total, std::memory_order_relaxed);
+  return reply;
+}
+
+}  // namespace kvpool::transfer

@@ -1,0 +1,26 @@
+// Transport for segments served by this very process: memcpy between the caller's memory and
+// the segment, with the same range checks the data service applies to remote peers.
+#pragma once
+
+#include "transfer/segment_table.h"
+#include "transfer/transport.h"
+
+namespace kvpool::transfer {
+
+class LocalTransport : public Transport {
+ public:
+  // `segments` must outlive the transport. Thread-safe.
+  explicit LocalTransport(const SegmentTable* segments) : segments_(segments) {}
+  // True when `segment_name` is served by this process.
+  bool Serves(const std::string& segment_name) const {
+    return segments_->Find(segment_name) != nullptr;
+  }
+  Status Write(const SegmentRanges& dst, std::span<const iovec> src, Deadline deadline) override;
+  Status Read(const SegmentRanges& src, std::span<const iovec> dst, Deadline deadline) override;
+
+ private:
+  Status Copy(const SegmentRanges& where, std::span<const iovec> mem, bool write);
+  const SegmentTable* segments_;
+};
+
+}  // namespace kvpool::transfer

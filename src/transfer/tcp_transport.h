@@ -1,0 +1,23 @@
+// Transport over TCP to the segment's data server (rpc WRITE / READ), one request per call with
+// the caller's iovecs gathered/scattered straight to/from the socket.
+#pragma once
+
+#include "rpc/connection_pool.h"
+#include "transfer/transport.h"
+
+namespace kvpool::transfer {
+
+class TcpTransport : public Transport {
+ public:
+  // `pool` must outlive the transport. Thread-safe.
+  explicit TcpTransport(rpc::ConnectionPool* pool) : pool_(pool) {}
+  Status Write(const SegmentRanges& dst, std::span<const iovec> src, Deadline deadline) override;
+  Status Read(const SegmentRanges& src, std::span<const iovec> dst, Deadline deadline) override;
+
+ private:
+  Status Call(rpc::Method method, const SegmentRanges& where, std::span<const iovec> out,
+              std::span<const iovec> in, Deadline deadline);
+  rpc::ConnectionPool* pool_;
+};
+
+}  // namespace kvpool::transfer

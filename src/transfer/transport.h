@@ -1,0 +1,38 @@
+// Moving bytes between a caller's memory and a segment. One transport per file behind this
+// interface (tcp_transport.cc, local_transport.cc; an RDMA transport joins here later without
+// touching callers).
+#pragma once
+
+#include <sys/uio.h>
+
+#include <span>
+#include <string>
+
+#include "common/time.h"
+#include "kvpool/status.h"
+#include "rpc/endpoint.h"
+#include "rpc/kvpool.pb.h"
+
+namespace kvpool::transfer {
+
+// Where the segment-side bytes are: ranges of one segment served at `endpoint`.
+struct SegmentRanges {
+  const std::string* segment_name;
+  const rpc::Endpoint* endpoint;
+  std::span<const rpc::Range> ranges;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  // Copies the concatenation of `src` into the concatenation of `dst.ranges`. The totals must
+  // be equal. Blocks until done or `deadline`.
+  // Errors: TRANSFER_FAIL / RPC_FAIL / RPC_TIMEOUT (peer), SEGMENT_NOT_FOUND, INVALID_WRITE,
+  // INVALID_PARAMS (length mismatch).
+  virtual Status Write(const SegmentRanges& dst, std::span<const iovec> src, Deadline deadline) = 0;
+  // Copies the concatenation of `src.ranges` into the concatenation of `dst`.
+  // Errors: as Write, INVALID_READ instead of INVALID_WRITE.
+  virtual Status Read(const SegmentRanges& src, std::span<const iovec> dst, Deadline deadline) = 0;
+};
+
+}  // namespace kvpool::transfer
