@@ -96,6 +96,7 @@ class [[nodiscard]] Result {
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() { return value(); }
+  const T& operator*() const { return value(); }
   Status status() const { return ok() ? Status() : std::get<Status>(v_); }
   ErrorCode code() const { return ok() ? ErrorCode::OK : std::get<Status>(v_).code(); }
 

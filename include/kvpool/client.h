@@ -1,0 +1,163 @@
+// kvpool's C++ client: the library an inference process links to put and get KV pages.
+//
+// Modes. Embedded (Setup with global_segment_size > 0): the process also contributes that much
+// of its own DRAM to the pool and serves it to peers over TCP; keys placed there are read and
+// written by memcpy when this process asks, over TCP when others do. With
+// global_segment_size = 0 the process only uses segments of storage nodes (`kvpool node`).
+//
+// Zero copy. put_from / get_into move bytes straight between the caller's memory and the
+// segment (no staging buffer). The memory must lie inside a region registered with
+// RegisterBuffer; a pointer outside every registered region is refused (INVALID_PARAMS) before
+// any byte moves.
+//
+// Batches. A batch call costs one control round trip to the master per phase (put: start, end;
+// get: one) and one data request per storage node involved; it returns one result per key, and
+// the failure of one key never fails or corrupts the others.
+//
+// Deadlines. Every call finishes by its deadline: control calls within
+// ClientOptions::rpc_timeout, the data phase of a batch within transfer_timeout. A dead master
+// or node turns into RPC_FAIL / RPC_TIMEOUT / TRANSFER_FAIL, never a hang.
+//
+// Threading. A Client is thread-safe: any number of threads may call it at once.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kvpool/status.h"
+
+namespace kvpool {
+
+struct ClientOptions {
+  // Master to register with, "host:port". Default port 50051.
+  std::string master_server_address = "127.0.0.1:50051";
+  // Host name or IP under which peers reach this process's segment (embedded mode).
+  std::string local_hostname = "127.0.0.1";
+  // Bytes of this process's DRAM contributed to the pool; 0 contributes nothing.
+  uint64_t global_segment_size = 0;
+  // Data port for the contributed segment; 0 picks a free port.
+  uint16_t segment_port = 0;
+  // Back the contributed segment with huge pages (must be reserved by the operator).
+  bool use_hugepage = false;
+  // "tcp" (the only transport today; "rdma" is refused with NOT_SUPPORTED).
+  std::string protocol = "tcp";
+  // Deadline of one control call to the master.
+  std::chrono::milliseconds rpc_timeout{5000};
+  // Deadline of the data phase of one call (all of a batch's transfers together).
+  std::chrono::milliseconds transfer_timeout{30000};
+  // Liveness ping period; the master drops a client silent for its --client_ttl.
+  std::chrono::milliseconds heartbeat_interval{1000};
+};
+
+// How to place the replicas of objects being put.
+struct ReplicateConfig {
+  size_t replica_num = 1;                     // replicas on distinct segments, best effort
+  bool with_soft_pin = false;                 // evicted last
+  bool with_hard_pin = false;                 // never evicted
+  std::vector<std::string> preferred_segments;  // segment names ("host:port") tried first
+  bool prefer_alloc_in_same_node = false;
+};
+
+// Totals of the pool as the master sees them.
+struct PoolSegmentStat {
+  std::string name;
+  std::string endpoint;
+  uint64_t size = 0;
+  uint64_t used = 0;
+  uint64_t object_count = 0;
+};
+struct PoolStat {
+  std::vector<PoolSegmentStat> segments;
+  uint64_t capacity = 0;
+  uint64_t used = 0;
+  uint64_t object_count = 0;
+  uint64_t client_count = 0;
+  uint64_t evicted_total = 0;
+};
+
+class Client {
+ public:
+  // Connects to the master, and in embedded mode maps and mounts the segment and starts serving
+  // it. The caller owns the returned client; destroying it Close()s.
+  // Errors: INVALID_PARAMS (bad address, protocol), NOT_SUPPORTED ("rdma"), RPC_FAIL /
+  // RPC_TIMEOUT (master unreachable), NO_AVAILABLE_HANDLE (segment memory could not be mapped).
+  static Result<std::unique_ptr<Client>> Setup(const ClientOptions& options);
+
+  virtual ~Client() = default;
+
+  // Registers [ptr, ptr+size) for zero-copy calls. Registering the same or an overlapping range
+  // again is harmless. The memory stays owned by the caller and must stay valid until
+  // UnregisterBuffer or Close. Errors: INVALID_PARAMS (null pointer, size 0).
+  virtual Status RegisterBuffer(void* ptr, size_t size) = 0;
+  // Forgets the region that starts at `ptr`. Errors: INVALID_PARAMS (not registered).
+  virtual Status UnregisterBuffer(void* ptr) = 0;
+
+  // Stores `size` bytes at `ptr` under `key`. Objects are immutable: if the key exists, returns
+  // OK without writing. REQUIRES: the range lies in a registered region.
+  // Errors: INVALID_KEY (empty, > 4 KiB), INVALID_PARAMS (size 0, unregistered memory),
+  // NO_AVAILABLE_HANDLE (pool full, nothing evictable), TRANSFER_FAIL, RPC_FAIL, RPC_TIMEOUT.
+  virtual Status PutFrom(const std::string& key, const void* ptr, size_t size,
+                         const ReplicateConfig& config = {}) = 0;
+  // Reads the object into [ptr, ptr+size); returns its size. On any error the destination is
+  // not written past what the error says (BUFFER_OVERFLOW: untouched).
+  // Errors: OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY (still being written), BUFFER_OVERFLOW
+  // (size < object size), INVALID_PARAMS, LEASE_EXPIRED (the transfer outlived its lease; the
+  // bytes may be stale), TRANSFER_FAIL, RPC_FAIL, RPC_TIMEOUT.
+  virtual Result<uint64_t> GetInto(const std::string& key, void* ptr, size_t size) = 0;
+
+  // Batch forms: one result per key, in order. A vector length mismatch fails every key with
+  // INVALID_PARAMS.
+  virtual std::vector<Status> BatchPutFrom(const std::vector<std::string>& keys,
+                                           const std::vector<const void*>& ptrs,
+                                           const std::vector<size_t>& sizes,
+                                           const ReplicateConfig& config = {}) = 0;
+  virtual std::vector<Result<uint64_t>> BatchGetInto(const std::vector<std::string>& keys,
+                                                     const std::vector<void*>& ptrs,
+                                                     const std::vector<size_t>& sizes) = 0;
+  // Scatter/gather forms: object i is the concatenation of its buffers (e.g. one page's layer
+  // slices). On get, the object must fill the buffers exactly or fit in them (BUFFER_OVERFLOW).
+  virtual std::vector<Status> BatchPutFromMultiBuffers(
+      const std::vector<std::string>& keys, const std::vector<std::vector<const void*>>& ptrs,
+      const std::vector<std::vector<size_t>>& sizes, const ReplicateConfig& config = {}) = 0;
+  virtual std::vector<Result<uint64_t>> BatchGetIntoMultiBuffers(
+      const std::vector<std::string>& keys, const std::vector<std::vector<void*>>& ptrs,
+      const std::vector<std::vector<size_t>>& sizes) = 0;
+  // Upsert: like BatchPutFrom but replaces an existing object (OBJECT_HAS_LEASE while a reader
+  // holds it).
+  virtual std::vector<Status> BatchUpsertFrom(const std::vector<std::string>& keys,
+                                              const std::vector<const void*>& ptrs,
+                                              const std::vector<size_t>& sizes,
+                                              const ReplicateConfig& config = {}) = 0;
+
+  // true when a complete object exists. Errors: INVALID_KEY, RPC_FAIL, RPC_TIMEOUT.
+  virtual Result<bool> IsExist(const std::string& key) = 0;
+  virtual std::vector<Result<bool>> BatchIsExist(const std::vector<std::string>& keys) = 0;
+  // Number of leading keys that exist, answered by the master in one pass (HiCache's query).
+  virtual Result<size_t> ExistsPrefix(const std::vector<std::string>& keys) = 0;
+  // The object's size. Errors: OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY, RPC_*.
+  virtual Result<uint64_t> GetSize(const std::string& key) = 0;
+
+  // Removes one object. Errors: OBJECT_NOT_FOUND, OBJECT_HAS_LEASE (a reader holds it and not
+  // force), REPLICA_IS_NOT_READY (being written), RPC_*.
+  virtual Status Remove(const std::string& key, bool force = false) = 0;
+  virtual std::vector<Status> BatchRemove(const std::vector<std::string>& keys,
+                                          bool force = false) = 0;
+  // Removes every complete object (leased ones only with force); returns how many.
+  virtual Result<uint64_t> RemoveAll(bool force = false) = 0;
+
+  virtual Result<PoolStat> Stat() = 0;
+
+  // 0 healthy, 1 not set up (closed), 2 master unreachable. Never blocks past rpc_timeout.
+  virtual int HealthCheck() = 0;
+  // Stops serving and unmounts the contributed segment (its objects leave the pool), stops the
+  // heartbeat. Idempotent; calls after Close fail with UNAVAILABLE_IN_CURRENT_STATUS.
+  virtual Status Close() = 0;
+
+  // The name of this process's contributed segment ("host:port"), empty when none.
+  virtual std::string SegmentName() const = 0;
+};
+
+}  // namespace kvpool

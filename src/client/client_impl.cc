@@ -1,0 +1,205 @@
+#include "client/client_impl.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/keys.h"
+#include "common/random_id.h"
+#include "rpc/endpoint.h"
+
+namespace kvpool {
+
+Result<std::unique_ptr<Client>> Client::Setup(const ClientOptions& options) {
+  auto impl = std::make_unique<client::ClientImpl>(options);
+  KVPOOL_RETURN_IF_ERROR(impl->Init());
+  return std::unique_ptr<Client>(std::move(impl));
+}
+
+namespace client {
+
+template <typename Ptr>
+std::vector<Buffers> ToBuffers(const BufferRegistry& registry,
+                               const std::vector<std::string>& keys,
+                               const std::vector<std::vector<Ptr>>& ptrs,
+                               const std::vector<std::vector<size_t>>& sizes,
+                               std::vector<Status>& errors) {
+  errors.assign(keys.size(), Status::Ok());
+  std::vector<Buffers> out(keys.size());
+  if (ptrs.size() != keys.size() || sizes.size() != keys.size()) {
+    Status bad(ErrorCode::INVALID_PARAMS,
+               fmt::format("batch of {} keys came with {} buffer lists and {} size lists",
+                           keys.size(), ptrs.size(), sizes.size()));
+    errors.assign(keys.size(), bad);
+    return out;
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (ptrs[i].size() != sizes[i].size()) {
+      errors[i] = Status(ErrorCode::INVALID_PARAMS,
+                         fmt::format("key={}: {} buffers but {} sizes", keys[i], ptrs[i].size(),
+                                     sizes[i].size()));
+      continue;
+    }
+    for (size_t j = 0; j < ptrs[i].size() && errors[i].ok(); ++j) {
+      errors[i] = registry.Check(ptrs[i][j], sizes[i][j], fmt::format("key={}", keys[i]));
+      out[i].push_back({const_cast<void*>(static_cast<const void*>(ptrs[i][j])), sizes[i][j]});
+    }
+  }
+  return out;
+}
+
+template std::vector<Buffers> ToBuffers(const BufferRegistry&, const std::vector<std::string>&,
+                                        const std::vector<std::vector<const void*>>&,
+                                        const std::vector<std::vector<size_t>>&,
+                                        std::vector<Status>&);
+template std::vector<Buffers> ToBuffers(const BufferRegistry&, const std::vector<std::string>&,
+                                        const std::vector<std::vector<void*>>&,
+                                        const std::vector<std::vector<size_t>>&,
+                                        std::vector<Status>&);
+
+ClientImpl::ClientImpl(const ClientOptions& options)
+    : options_(options), client_id_(RandomId()), data_pool_("client " + client_id_) {}
+
+ClientImpl::~ClientImpl() { (void)Close(); }
+
+Status ClientImpl::Init() {
+  if (options_.protocol == "rdma") {
+    return Status(ErrorCode::NOT_SUPPORTED,
+                  "protocol 'rdma' is not available in this build; use 'tcp'");
+  }
+  if (options_.protocol != "tcp") {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("protocol '{}' is unknown; use 'tcp'", options_.protocol));
+  }
+  auto ep = rpc::ParseEndpoint(options_.master_server_address, 50051, "master_server_address");
+  if (!ep.ok()) return ep.status();
+  master_ = std::make_unique<master::MasterClient>(*ep, client_id_);
+  // First contact doubles as the reachability check: a wrong address fails Setup, not a put.
+  auto ping = master_->Ping(RpcDeadline());
+  if (!ping.ok()) return ping.status();
+  if (options_.global_segment_size > 0) {
+    node::SegmentHostOptions ho;
+    ho.advertise_host = options_.local_hostname;
+    ho.bind_host = "0.0.0.0";
+    ho.port = options_.segment_port;
+    ho.size = options_.global_segment_size;
+    ho.memory.huge_pages = options_.use_hugepage;
+    auto host = node::SegmentHost::Start(ho);
+    if (!host.ok()) return host.status();
+    host_ = std::move(host).value();
+    local_ = std::make_unique<transfer::LocalTransport>(&host_->table());
+    KVPOOL_RETURN_IF_ERROR(host_->Mount(*master_, RpcDeadline()));
+  }
+  heartbeat_ = std::make_unique<node::Heartbeat>(master_.get(), options_.heartbeat_interval, options_.rpc_timeout,
+                                                 [this] { MountOwnSegment(); });
+  heartbeat_->Start();
+  return Status::Ok();
+}
+
+void ClientImpl::MountOwnSegment() {
+  if (host_ == nullptr) return;
+  Status st = host_->Mount(*master_, RpcDeadline());
+  if (!st.ok()) spdlog::warn("re-mount of segment={} failed: {}", host_->name(), st.ToString());
+}
+
+Status ClientImpl::CheckOpen() const {
+  if (closed_.load()) {
+    return Status(ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS, "client is closed");
+  }
+  return Status::Ok();
+}
+
+transfer::Transport& ClientImpl::TransportFor(const std::string& segment_name) {
+  if (local_ != nullptr && segment_name == host_->name()) return *local_;
+  return tcp_;
+}
+
+Status ClientImpl::RegisterBuffer(void* ptr, size_t size) {
+  KVPOOL_RETURN_IF_ERROR(CheckOpen());
+  return buffers_.Register(ptr, size);
+}
+
+Status ClientImpl::UnregisterBuffer(void* ptr) {
+  KVPOOL_RETURN_IF_ERROR(CheckOpen());
+  return buffers_.Unregister(ptr);
+}
+
+Status ClientImpl::PutFrom(const std::string& key, const void* ptr, size_t size,
+                           const ReplicateConfig& config) {
+  return BatchPutFrom({key}, {ptr}, {size}, config)[0];
+}
+
+Result<uint64_t> ClientImpl::GetInto(const std::string& key, void* ptr, size_t size) {
+  return BatchGetInto({key}, {ptr}, {size})[0];
+}
+
+namespace {
+
+// Wraps single-buffer batch arguments as one-buffer lists.
+template <typename Ptr>
+std::vector<std::vector<Ptr>> OnePerKey(const std::vector<Ptr>& v) {
+  std::vector<std::vector<Ptr>> out;
+  out.reserve(v.size());
+  for (const auto& p : v) out.push_back({p});
+  return out;
+}
+
+}  // namespace
+
+std::vector<Status> ClientImpl::BatchPutFrom(const std::vector<std::string>& keys,
+                                             const std::vector<const void*>& ptrs,
+                                             const std::vector<size_t>& sizes,
+                                             const ReplicateConfig& config) {
+  return BatchPutFromMultiBuffers(keys, OnePerKey(ptrs), OnePerKey(sizes), config);
+}
+
+std::vector<Status> ClientImpl::BatchUpsertFrom(const std::vector<std::string>& keys,
+                                                const std::vector<const void*>& ptrs,
+                                                const std::vector<size_t>& sizes,
+                                                const ReplicateConfig& config) {
+  std::vector<Status> errors;
+  auto sources = ToBuffers(buffers_, keys, OnePerKey(ptrs), OnePerKey(sizes), errors);
+  auto results = PutBatch(keys, sources, config, /*upsert=*/true);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!errors[i].ok()) results[i] = errors[i];
+  }
+  return results;
+}
+
+std::vector<Status> ClientImpl::BatchPutFromMultiBuffers(
+    const std::vector<std::string>& keys, const std::vector<std::vector<const void*>>& ptrs,
+    const std::vector<std::vector<size_t>>& sizes, const ReplicateConfig& config) {
+  std::vector<Status> errors;
+  auto sources = ToBuffers(buffers_, keys, ptrs, sizes, errors);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!errors[i].ok()) sources[i].clear();  // PutBatch reports INVALID_PARAMS; overridden below
+  }
+  auto results = PutBatch(keys, sources, config, /*upsert=*/false);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!errors[i].ok()) results[i] = errors[i];
+  }
+  return results;
+}
+
+std::vector<Result<uint64_t>> ClientImpl::BatchGetInto(const std::vector<std::string>& keys,
+                                                       const std::vector<void*>& ptrs,
+                                                       const std::vector<size_t>& sizes) {
+  return BatchGetIntoMultiBuffers(keys, OnePerKey(ptrs), OnePerKey(sizes));
+}
+
+std::vector<Result<uint64_t>> ClientImpl::BatchGetIntoMultiBuffers(
+    const std::vector<std::string>& keys, const std::vector<std::vector<void*>>& ptrs,
+    const std::vector<std::vector<size_t>>& sizes) {
+  std::vector<Status> errors;
+  auto dests = ToBuffers(buffers_, keys, ptrs, sizes, errors);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!errors[i].ok()) dests[i].clear();
+  }
+  auto results = GetBatch(keys, dests);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!errors[i].ok()) results[i] = errors[i];
+  }
+  return results;
+}
+
+}  // namespace client
+}  // namespace kvpool

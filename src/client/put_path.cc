@@ -1,0 +1,114 @@
+// Batch put: one PUT_START for the batch, one WRITE per segment, one PUT_END that commits what
+// was written and revokes what was not.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "client/client_impl.h"
+#include "client/transfer_plan.h"
+#include "common/keys.h"
+
+namespace kvpool::client {
+namespace {
+
+rpc::ReplicateConfig ToProto(const ReplicateConfig& c) {
+  rpc::ReplicateConfig p;
+  p.set_replica_num(static_cast<uint32_t>(c.replica_num));
+  p.set_with_soft_pin(c.with_soft_pin);
+  p.set_with_hard_pin(c.with_hard_pin);
+  for (const auto& s : c.preferred_segments) p.add_preferred_segments(s);
+  p.set_prefer_alloc_in_same_node(c.prefer_alloc_in_same_node);
+  return p;
+}
+
+Status FromCode(int32_t code, const std::string& message) {
+  return Status(ErrorCodeFromInt(code), message);
+}
+
+}  // namespace
+
+std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
+                                         const std::vector<Buffers>& sources,
+                                         const ReplicateConfig& config, bool upsert) {
+  std::vector<Status> results(keys.size());
+  if (Status st = CheckOpen(); !st.ok()) return std::vector<Status>(keys.size(), st);
+  if (config.replica_num == 0) {
+    return std::vector<Status>(
+        keys.size(), Status(ErrorCode::INVALID_PARAMS, "replica_num must be at least 1"));
+  }
+  std::vector<master::MasterClient::PutItem> items;
+  std::vector<size_t> sent;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    results[i] = ValidateKey(keys[i]);
+    uint64_t size = TotalLength(sources[i]);
+    if (results[i].ok() && size == 0) {
+      results[i] = Status(ErrorCode::INVALID_PARAMS, fmt::format("key={}: size is 0", keys[i]));
+    }
+    if (!results[i].ok()) continue;
+    items.push_back({keys[i], size});
+    sent.push_back(i);
+  }
+  if (sent.empty()) return results;
+
+  auto started = master_->PutStart(items, ToProto(config), upsert, RpcDeadline());
+  if (started.ok() && started->results_size() != static_cast<int>(sent.size())) {
+    started = Status(ErrorCode::INTERNAL_ERROR, "master answered PUT_START for another batch");
+  }
+  if (!started.ok()) {
+    for (size_t i : sent) results[i] = started.status();
+    return results;
+  }
+
+  TransferPlan plan;
+  std::vector<size_t> written;  // objects with replicas to write
+  for (size_t k = 0; k < sent.size(); ++k) {
+    size_t i = sent[k];
+    const rpc::PutStartResult& r = started->results(static_cast<int>(k));
+    if (r.code() != 0 || r.already_exists()) {
+      results[i] = FromCode(r.code(), r.message());
+      continue;
+    }
+    written.push_back(i);
+    for (const auto& replica : r.replicas()) {
+      if (replica.length() != TotalLength(sources[i])) {
+        results[i] = Status(ErrorCode::INVALID_REPLICA,
+                            fmt::format("key={}: master placed {} bytes for a {}-byte object",
+                                        keys[i], replica.length(), TotalLength(sources[i])));
+      } else if (Status st = plan.Add(i, replica, sources[i]); !st.ok()) {
+        results[i] = st;
+      }
+    }
+  }
+  plan.Run(/*write=*/true, [this](const std::string& s) -> transfer::Transport& {
+    return TransportFor(s);
+  }, TransferDeadline(), results);
+
+  std::vector<std::string> commit_keys, revoke_keys;
+  std::vector<size_t> committed;
+  for (size_t i : written) {
+    if (results[i].ok()) {
+      commit_keys.push_back(keys[i]);
+      committed.push_back(i);
+    } else {
+      revoke_keys.push_back(keys[i]);
+      spdlog::debug("key={} put failed, revoking: error={}", keys[i], results[i].ToString());
+    }
+  }
+  auto ended = master_->PutEnd(commit_keys, revoke_keys, RpcDeadline());
+  if (!ended.ok()) {
+    // Not committed: invisible to readers; the master reclaims the reservations.
+    for (size_t i : committed) results[i] = ended.status();
+    return results;
+  }
+  for (size_t k = 0; k < committed.size() && k < static_cast<size_t>(ended->codes_size()); ++k) {
+    int32_t code = ended->codes(static_cast<int>(k));
+    if (code != 0) {
+      std::string msg = k < static_cast<size_t>(ended->messages_size())
+                            ? ended->messages(static_cast<int>(k))
+                            : std::string();
+      results[committed[k]] = FromCode(code, msg);
+    }
+  }
+  return results;
+}
+
+}  // namespace kvpool::client

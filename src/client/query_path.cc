@@ -1,0 +1,146 @@
+// Metadata-only calls: existence, size, removal, stats, health, close.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "client/client_impl.h"
+#include "common/keys.h"
+
+namespace kvpool::client {
+namespace {
+
+// Validates keys; returns the valid ones and records their batch indexes in `sent`.
+std::vector<std::string> ValidKeys(const std::vector<std::string>& keys,
+                                   std::vector<Status>& status, std::vector<size_t>& sent) {
+  std::vector<std::string> valid;
+  status.assign(keys.size(), Status::Ok());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    status[i] = ValidateKey(keys[i]);
+    if (!status[i].ok()) continue;
+    valid.push_back(keys[i]);
+    sent.push_back(i);
+  }
+  return valid;
+}
+
+// Spreads a CodesReply over the batch: codes <= 0 become statuses (0 = OK), 1 stays OK.
+void SpreadCodes(const Result<rpc::CodesReply>& reply, const std::vector<size_t>& sent,
+                 std::vector<Status>& status, std::vector<int32_t>* raw) {
+  if (reply.ok() && reply->codes_size() != static_cast<int>(sent.size())) {
+    for (size_t i : sent) status[i] = Status(ErrorCode::INTERNAL_ERROR, "reply size mismatch");
+    return;
+  }
+  for (size_t k = 0; k < sent.size(); ++k) {
+    size_t i = sent[k];
+    if (!reply.ok()) {
+      status[i] = reply.status();
+      continue;
+    }
+    int32_t code = reply->codes(static_cast<int>(k));
+    if (raw != nullptr) (*raw)[i] = code;
+    if (code < 0) {
+      std::string msg = k < static_cast<size_t>(reply->messages_size())
+                            ? reply->messages(static_cast<int>(k))
+                            : std::string();
+      status[i] = Status(ErrorCodeFromInt(code), msg);
+    }
+  }
+}
+
+}  // namespace
+
+Result<bool> ClientImpl::IsExist(const std::string& key) { return BatchIsExist({key})[0]; }
+
+std::vector<Result<bool>> ClientImpl::BatchIsExist(const std::vector<std::string>& keys) {
+  std::vector<Status> status;
+  std::vector<size_t> sent;
+  std::vector<int32_t> raw(keys.size(), 0);
+  if (Status st = CheckOpen(); !st.ok()) return std::vector<Result<bool>>(keys.size(), st);
+  auto valid = ValidKeys(keys, status, sent);
+  if (!sent.empty()) SpreadCodes(master_->Exists(valid, RpcDeadline()), sent, status, &raw);
+  std::vector<Result<bool>> out;
+  out.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    out.push_back(status[i].ok() ? Result<bool>(raw[i] == 1) : Result<bool>(status[i]));
+  }
+  return out;
+}
+
+Result<size_t> ClientImpl::ExistsPrefix(const std::vector<std::string>& keys) {
+  KVPOOL_RETURN_IF_ERROR(CheckOpen());
+  for (const auto& k : keys) KVPOOL_RETURN_IF_ERROR(ValidateKey(k));
+  if (keys.empty()) return size_t{0};
+  auto r = master_->ExistsPrefix(keys, RpcDeadline());
+  if (!r.ok()) return r.status();
+  return static_cast<size_t>(*r);
+}
+
+Result<uint64_t> ClientImpl::GetSize(const std::string& key) {
+  KVPOOL_RETURN_IF_ERROR(CheckOpen());
+  KVPOOL_RETURN_IF_ERROR(ValidateKey(key));
+  std::vector<std::string> one = {key};
+  auto r = master_->GetReplicaList(one, /*no_lease=*/true, RpcDeadline());
+  if (!r.ok()) return r.status();
+  if (r->objects_size() != 1) return Status(ErrorCode::INTERNAL_ERROR, "reply size mismatch");
+  const auto& loc = r->objects(0);
+  if (loc.code() != 0) return Status(ErrorCodeFromInt(loc.code()), loc.message());
+  return loc.size();
+}
+
+Status ClientImpl::Remove(const std::string& key, bool force) {
+  return BatchRemove({key}, force)[0];
+}
+
+std::vector<Status> ClientImpl::BatchRemove(const std::vector<std::string>& keys, bool force) {
+  std::vector<Status> status;
+  std::vector<size_t> sent;
+  if (Status st = CheckOpen(); !st.ok()) return std::vector<Status>(keys.size(), st);
+  auto valid = ValidKeys(keys, status, sent);
+  if (!sent.empty()) SpreadCodes(master_->Remove(valid, force, RpcDeadline()), sent, status, nullptr);
+  return status;
+}
+
+Result<uint64_t> ClientImpl::RemoveAll(bool force) {
+  KVPOOL_RETURN_IF_ERROR(CheckOpen());
+  return master_->RemoveAll(force, RpcDeadline());
+}
+
+Result<PoolStat> ClientImpl::Stat() {
+  KVPOOL_RETURN_IF_ERROR(CheckOpen());
+  auto r = master_->Stat(RpcDeadline());
+  if (!r.ok()) return r.status();
+  PoolStat s;
+  s.capacity = r->capacity();
+  s.used = r->used();
+  s.object_count = r->object_count();
+  s.client_count = r->client_count();
+  s.evicted_total = r->evicted_total();
+  for (const auto& seg : r->segments()) {
+    s.segments.push_back({seg.segment_name(), seg.endpoint(), seg.size(), seg.used(),
+                          seg.object_count()});
+  }
+  return s;
+}
+
+int ClientImpl::HealthCheck() {
+  if (closed_.load()) return 1;
+  return master_->Ping(RpcDeadline()).ok() ? 0 : 2;
+}
+
+Status ClientImpl::Close() {
+  if (closed_.exchange(true)) return Status::Ok();
+  if (heartbeat_ != nullptr) heartbeat_->Stop();
+  if (host_ != nullptr) {
+    Status st = host_->Unmount(*master_, RpcDeadline());
+    if (!st.ok()) {
+      spdlog::warn("unmount of segment={} failed: error={} (the master drops it after its TTL)",
+                   host_->name(), st.ToString());
+    }
+    local_.reset();
+    host_.reset();
+  }
+  buffers_.Clear();
+  data_pool_.Clear();
+  return Status::Ok();
+}
+
+}  // namespace kvpool::client

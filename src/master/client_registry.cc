@@ -1,0 +1,39 @@
+#include "master/client_registry.h"
+
+namespace kvpool::master {
+
+ClientRegistry::TouchResult ClientRegistry::Touch(std::string_view client_id, Clock::time_point now,
+                                                  bool make_known) {
+  std::lock_guard lock(mu_);
+  auto it = clients_.find(std::string(client_id));
+  if (it == clients_.end()) {
+    it = clients_.emplace(std::string(client_id), Entry{next_handle_++, false, now}).first;
+  }
+  Entry& e = it->second;
+  TouchResult r{e.handle, e.known};
+  if (now > e.last_seen) e.last_seen = now;
+  if (make_known) e.known = true;
+  return r;
+}
+
+std::vector<ClientRegistry::DeadClient> ClientRegistry::ExpireDead(Clock::time_point now,
+                                                                   Clock::duration ttl) {
+  std::lock_guard lock(mu_);
+  std::vector<DeadClient> dead;
+  for (auto it = clients_.begin(); it != clients_.end();) {
+    if (it->second.last_seen + ttl <= now) {
+      dead.push_back(DeadClient{it->second.handle, it->first});
+      it = clients_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return dead;
+}
+
+size_t ClientRegistry::size() const {
+  std::lock_guard lock(mu_);
+  return clients_.size();
+}
+
+}  // namespace kvpool::master

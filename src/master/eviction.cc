@@ -1,0 +1,147 @@
+#include "master/eviction.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <random>
+#include <utility>
+#include <vector>
+
+namespace kvpool::master {
+namespace {
+
+bool HasReplicaOn(const Object& o, uint64_t segment) {
+  for (const ReplicaRef& r : o.replicas()) {
+    if (r.segment_id == segment) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+uint64_t Evictor::CountedBytes(const Object& o, std::optional<uint64_t> segment) const {
+  uint64_t per_replica = registry_->Reserved(o.size);
+  if (segment) return HasReplicaOn(o, *segment) ? per_replica : 0;
+  return per_replica * o.replicas().size();
+}
+
+bool Evictor::IsCandidate(const Object& o, const Pass& pass) const {
+  if (o.pending() || o.hard_pinned() || o.leased(pass.now_ns)) return false;
+  if (o.soft_pinned() != pass.soft_pinned) return false;
+  return !pass.segment || HasReplicaOn(o, *pass.segment);
+}
+
+int64_t Evictor::EstimateCutoff(const Pass& pass, uint64_t target) {
+  struct Weighted {
+    int64_t access;
+    double bytes;  // the sample's bytes scaled to stand for its shard's unsampled candidates
+  };
+  std::vector<Weighted> all;
+  std::minstd_rand rng(0x6b76);  // fixed seed: reproducible rounds
+  std::vector<std::pair<int64_t, uint64_t>> reservoir;
+  for (size_t i = 0; i < ObjectTable::kShards; ++i) {
+    reservoir.clear();
+    uint64_t seen = 0;
+    double shard_bytes = 0;
+    {
+      auto shard = table_->LockIndex(i);
+      shard->ForEach([&](const Object& o) {
+        if (!IsCandidate(o, pass)) return;
+        uint64_t b = CountedBytes(o, pass.segment);
+        shard_bytes += static_cast<double>(b);
+        ++seen;
+        if (reservoir.size() < kSamplesPerShard) {
+          reservoir.emplace_back(o.last_access_ns, b);
+          return;
+        }
+        uint64_t j = std::uniform_int_distribution<uint64_t>(0, seen - 1)(rng);
+        if (j < kSamplesPerShard) reservoir[j] = {o.last_access_ns, b};
+      });
+    }
+    double sampled = 0;
+    for (const auto& [access, b] : reservoir) sampled += static_cast<double>(b);
+    if (sampled == 0) continue;
+    for (const auto& [access, b] : reservoir) {
+      all.push_back(Weighted{access, static_cast<double>(b) * shard_bytes / sampled});
+    }
+  }
+  std::sort(all.begin(), all.end(),
+            [](const Weighted& a, const Weighted& b) { return a.access < b.access; });
+  double acc = 0;
+  for (const Weighted& w : all) {
+    acc += w.bytes;
+    if (acc >= static_cast<double>(target)) return w.access;
+  }
+  return std::numeric_limits<int64_t>::max();
+}
+
+EvictionResult Evictor::EvictFromShard(ObjectTable::Shard& shard, uint64_t quota, int64_t cutoff,
+                                       const Pass& pass) {
+  using Candidate = std::pair<int64_t, Object*>;  // (last_access, object)
+  std::vector<Candidate> heap;
+  shard.ForEach([&](Object& o) {
+    if (o.last_access_ns <= cutoff && IsCandidate(o, pass)) heap.emplace_back(o.last_access_ns, &o);
+  });
+  // A min-heap on last_access: O(n) to build, O(log n) per evicted object.
+  auto newer = [](const Candidate& a, const Candidate& b) { return a.first > b.first; };
+  std::make_heap(heap.begin(), heap.end(), newer);
+  EvictionResult r;
+  while (r.bytes < quota && !heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), newer);
+    Object* o = heap.back().second;
+    heap.pop_back();
+    r.bytes += CountedBytes(*o, pass.segment);
+    for (const ReplicaRef& rep : o->replicas()) registry_->Free(rep, o->size);
+    SPDLOG_DEBUG("evicted key={} size={}", o->key(), o->size);
+    shard.Erase(o);
+    ++r.objects;
+  }
+  return r;
+}
+
+EvictionResult Evictor::EvictRound(const Pass& pass, uint64_t target, int64_t cutoff, bool share) {
+  EvictionResult round;
+  for (size_t i = 0; i < ObjectTable::kShards && round.bytes < target; ++i) {
+    uint64_t remaining = target - round.bytes;
+    size_t shards_left = ObjectTable::kShards - i;
+    uint64_t quota = share ? remaining / shards_left + (remaining % shards_left != 0) : remaining;
+    auto shard = table_->LockIndex(i);
+    EvictionResult r = EvictFromShard(*shard, quota, cutoff, pass);
+    round.objects += r.objects;
+    round.bytes += r.bytes;
+  }
+  return round;
+}
+
+EvictionResult Evictor::Evict(uint64_t target_bytes, std::optional<uint64_t> segment,
+                              int64_t now_ns) {
+  std::lock_guard serial(mu_);
+  EvictionResult total;
+  auto add = [&total](const EvictionResult& r) {
+    total.objects += r.objects;
+    total.bytes += r.bytes;
+    return r.objects;
+  };
+  for (bool soft : {false, true}) {
+    if (total.bytes >= target_bytes) break;
+    Pass pass{soft, segment, now_ns};
+    int64_t cutoff = EstimateCutoff(pass, target_bytes - total.bytes);
+    add(EvictRound(pass, target_bytes - total.bytes, cutoff, /*share=*/false));
+    // Sampling fell short: shared rounds while they make progress.
+    while (total.bytes < target_bytes) {
+      uint64_t n = add(EvictRound(pass, target_bytes - total.bytes,
+                                  std::numeric_limits<int64_t>::max(), /*share=*/true));
+      if (n == 0) break;
+    }
+  }
+  evicted_total_.fetch_add(total.objects, std::memory_order_relaxed);
+  if (total.objects > 0) {
+    spdlog::info("eviction freed bytes={} objects={} target={} segment={}", total.bytes,
+                 total.objects, target_bytes, segment ? std::to_string(*segment) : "all");
+  }
+  return total;
+}
+
+}  // namespace kvpool::master

@@ -1,0 +1,71 @@
+// Eviction: removes objects to make room, approximately least-recently-used.
+//
+// Candidates are complete objects that are neither leased nor hard-pinned; pending objects are
+// never touched. Soft-pinned objects go only after every other candidate. Within each class:
+//   1. a sampling pass (up to kSamplesPerShard candidates per shard, exact for smaller shards)
+//      estimates the last_access cutoff below which the candidates hold the target bytes;
+//   2. an eviction pass removes candidates at or below the cutoff, oldest first per shard;
+//   3. should sampling have underestimated, rounds in which every shard frees its share of
+//      what is left (oldest first) make up the rest.
+// This approximates a global LRU without sorting or copying the whole table.
+//
+// Threading: thread-safe; one eviction runs at a time (a second caller waits for the first).
+// Takes shard locks one at a time: REQUIRES that the caller holds no shard lock.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+
+#include "master/object_table.h"
+#include "master/segment_registry.h"
+
+namespace kvpool::master {
+
+struct EvictionResult {
+  uint64_t objects = 0;  // objects removed
+  uint64_t bytes = 0;    // replica bytes freed (on the target segment when one was given)
+};
+
+class Evictor {
+ public:
+  // Both must outlive the evictor.
+  Evictor(ObjectTable* table, SegmentRegistry* registry) : table_(table), registry_(registry) {}
+
+  // Frees at least `target_bytes` of replica space, or all it can. With `segment`, only objects
+  // with a replica on that segment are candidates and only bytes freed there count. An evicted
+  // object loses all its replicas. `now_ns` decides which leases still hold.
+  EvictionResult Evict(uint64_t target_bytes, std::optional<uint64_t> segment, int64_t now_ns);
+
+  // Objects evicted since construction.
+  uint64_t evicted_total() const { return evicted_total_.load(std::memory_order_relaxed); }
+
+ private:
+  static constexpr size_t kSamplesPerShard = 512;
+
+  struct Pass {
+    bool soft_pinned;  // which class of candidates this pass takes
+    std::optional<uint64_t> segment;
+    int64_t now_ns;
+  };
+  bool IsCandidate(const Object& o, const Pass& pass) const;
+  // Step 1: the last_access at or below which candidates hold about `target` bytes.
+  int64_t EstimateCutoff(const Pass& pass, uint64_t target);
+  // Evicts candidates with last_access <= cutoff from one shard, oldest first, until `quota`
+  // bytes are freed.
+  EvictionResult EvictFromShard(ObjectTable::Shard& shard, uint64_t quota, int64_t cutoff,
+                                const Pass& pass);
+  // One round over every shard, each freeing an equal share of what is left of `target`
+  // (`share`), or everything up to the target (!share).
+  EvictionResult EvictRound(const Pass& pass, uint64_t target, int64_t cutoff, bool share);
+  // Bytes evicting `o` frees that count toward the target.
+  uint64_t CountedBytes(const Object& o, std::optional<uint64_t> segment) const;
+
+  ObjectTable* const table_;
+  SegmentRegistry* const registry_;
+  std::mutex mu_;  // serialises evictions
+  std::atomic<uint64_t> evicted_total_{0};
+};
+
+}  // namespace kvpool::master

@@ -1,0 +1,93 @@
+#include "master/master.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+#include "common/signals.h"
+
+namespace kvpool::master {
+namespace {
+
+rpc::ServerOptions ServerOptionsOf(const MasterOptions& o) {
+  rpc::ServerOptions s;
+  s.name = "kvpool master";
+  s.host = o.rpc_host;
+  s.port = static_cast<uint16_t>(o.rpc_port);
+  s.threads = o.rpc_threads;
+  return s;
+}
+
+}  // namespace
+
+Master::Master(const MasterOptions& options)
+    : options_(options),
+      core_(options),
+      service_(&core_),
+      server_(std::make_unique<rpc::Server>(ServerOptionsOf(options), &service_)) {}
+
+Master::~Master() { Stop(); }
+
+Status Master::Start() {
+  {
+    std::lock_guard lock(mu_);
+    if (started_) {
+      return Status(ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS, "master already started");
+    }
+    started_ = true;
+  }
+  Status st = server_->Start();
+  if (!st.ok()) return st;
+  housekeeper_ = std::thread([this] { HousekeepingLoop(); });
+  return Status::Ok();
+}
+
+void Master::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (housekeeper_.joinable()) housekeeper_.join();
+  server_->Stop();
+}
+
+void Master::HousekeepingLoop() {
+  std::unique_lock lock(mu_);
+  while (!cv_.wait_for(lock, options_.housekeeping_interval, [this] { return stopping_; })) {
+    lock.unlock();
+    HousekeepingReport r = core_.Housekeeping(Clock::now());
+    if (r.dead_clients + r.reservations_reclaimed + r.evicted.objects > 0) {
+      spdlog::info(
+          "housekeeping dead_clients={} segments_unmounted={} objects_dropped={} "
+          "reservations_reclaimed={} evicted={} evicted_bytes={}",
+          r.dead_clients, r.segments_unmounted, r.objects_dropped, r.reservations_reclaimed,
+          r.evicted.objects, r.evicted.bytes);
+    }
+    lock.lock();
+  }
+}
+
+int RunMaster(const MasterOptions& options) {
+  Status st = ValidateMasterOptions(options);
+  if (!st.ok()) {
+    std::fprintf(stderr, "kvpool master: %s\n", st.ToString().c_str());
+    return 1;
+  }
+  Master master(options);
+  st = master.Start();
+  if (!st.ok()) {
+    std::fprintf(stderr, "kvpool master: cannot listen on %s:%d: %s\n", options.rpc_host.c_str(),
+                 options.rpc_port, st.ToString().c_str());
+    return 1;
+  }
+  spdlog::info("kvpool master listening on {}:{} epoch={:016x}", options.rpc_host, master.port(),
+               master.epoch());
+  int sig = WaitForTerminationSignal();
+  spdlog::info("kvpool master stopping on signal {}", sig);
+  master.Stop();
+  return 0;
+}
+
+}  // namespace kvpool::master

@@ -1,0 +1,61 @@
+// The master process's parts put together: the core, its RPC server and the housekeeping
+// thread, with one owner (Master) that starts and stops them all.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "kvpool/status.h"
+#include "master/master_core.h"
+#include "master/master_options.h"
+#include "master/master_service.h"
+#include "rpc/server.h"
+
+namespace kvpool::master {
+
+class Master {
+ public:
+  // REQUIRES: ValidateMasterOptions(options).ok(). Nothing runs until Start().
+  explicit Master(const MasterOptions& options);
+  ~Master();  // Stop()s
+  Master(const Master&) = delete;
+  Master& operator=(const Master&) = delete;
+
+  // Binds the RPC port and starts the server threads and the housekeeping thread (which calls
+  // MasterCore::Housekeeping every options.housekeeping_interval).
+  // Errors: RPC_FAIL naming the address when the port is taken; INVALID_PARAMS for a host that
+  // is not an IP address; UNAVAILABLE_IN_CURRENT_STATUS when already started.
+  Status Start();
+  // Stops serving, joins every thread. Idempotent; safe without Start().
+  void Stop();
+
+  // The bound port (useful with rpc_port 0). Valid after a successful Start().
+  uint16_t port() const { return server_->port(); }
+  uint64_t epoch() const { return core_.epoch(); }
+  // For in-process callers and tests. Thread-safe.
+  MasterCore& core() { return core_; }
+
+ private:
+  void HousekeepingLoop();
+
+  const MasterOptions options_;
+  MasterCore core_;
+  MasterService service_;
+  std::unique_ptr<rpc::Server> server_;
+  std::thread housekeeper_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool started_ = false;   // guarded by mu_
+  bool stopping_ = false;  // guarded by mu_
+};
+
+// The `kvpool master` command: validates, starts, logs "kvpool master listening on host:port
+// epoch=…", waits for SIGINT/SIGTERM, stops. Returns 0, or 1 after printing why to stderr (bad
+// options, port taken). REQUIRES: main called BlockTerminationSignals() before any thread
+// started, and configured logging.
+int RunMaster(const MasterOptions& options);
+
+}  // namespace kvpool::master

@@ -1,0 +1,468 @@
+#include "master/master_core.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <random>
+
+#include "common/keys.h"
+#include "rpc/endpoint.h"
+
+namespace kvpool::master {
+namespace {
+
+int64_t Nanos(Clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+}
+
+uint64_t RandomEpoch() {
+  std::random_device rd;
+  uint64_t e = 0;
+  while (e == 0) e = (uint64_t{rd()} << 32) ^ rd();
+  return e;
+}
+
+void SetResult(rpc::PutStartResult* out, ErrorCode code, std::string message) {
+  out->set_code(static_cast<int32_t>(code));
+  out->set_message(std::move(message));
+}
+
+void AddCode(rpc::CodesReply* reply, ErrorCode code, std::string message) {
+  reply->add_codes(static_cast<int32_t>(code));
+  reply->add_messages(std::move(message));
+}
+
+}  // namespace
+
+struct MasterCore::PutContext {
+  uint32_t writer;
+  uint32_t replica_num;
+  uint8_t flags;
+  bool upsert;
+  int64_t now_ns;
+  uint64_t largest_segment;
+  std::vector<std::string_view> preferred;
+};
+
+MasterCore::MasterCore(const MasterOptions& options, uint64_t epoch)
+    : options_(options),
+      epoch_(epoch != 0 ? epoch : RandomEpoch()),
+      lease_ns_(Nanos(options.default_kv_lease_ttl)),
+      discard_ns_(Nanos(options.put_start_discard_timeout_sec)),
+      release_ns_(Nanos(options.put_start_release_timeout_sec)),
+      registry_(options.allocation_alignment),
+      evictor_(&table_, &registry_) {}
+
+Result<rpc::PingReply> MasterCore::Ping(const rpc::Ping& req, TimePoint now) {
+  if (req.client_id().empty()) return Status(ErrorCode::INVALID_PARAMS, "ping: client_id is empty");
+  auto t = clients_.Touch(req.client_id(), now, /*make_known=*/true);
+  if (!t.was_known) spdlog::info("client={} registered", req.client_id());
+  rpc::PingReply reply;
+  reply.set_master_epoch(epoch_);
+  reply.set_client_known(t.was_known);
+  return reply;
+}
+
+Result<rpc::MountSegmentReply> MasterCore::MountSegment(const rpc::MountSegment& req,
+                                                        TimePoint now) {
+  if (req.client_id().empty()) {
+    return Status(ErrorCode::INVALID_PARAMS, "mount: client_id is empty");
+  }
+  auto ep = rpc::ParseEndpoint(req.endpoint(), 0, "segment endpoint");
+  if (!ep.ok()) return ep.status();
+  auto t = clients_.Touch(req.client_id(), now, /*make_known=*/true);
+  auto id =
+      registry_.Mount(req.segment_name(), req.client_id(), t.handle, req.endpoint(), req.size());
+  if (!id.ok()) {
+    spdlog::warn("segment={} client={} mount refused error={}", req.segment_name(), req.client_id(),
+                 id.status().ToString());
+    return id.status();
+  }
+  spdlog::info("segment={} client={} mounted endpoint={} size={} id={}", req.segment_name(),
+               req.client_id(), req.endpoint(), req.size(), *id);
+  rpc::MountSegmentReply reply;
+  reply.set_segment_id(*id);
+  reply.set_master_epoch(epoch_);
+  return reply;
+}
+
+Status MasterCore::UnmountSegment(const rpc::UnmountSegment& req, TimePoint now) {
+  if (req.client_id().empty()) {
+    return Status(ErrorCode::INVALID_PARAMS, "unmount: client_id is empty");
+  }
+  clients_.Touch(req.client_id(), now, /*make_known=*/false);
+  auto id = registry_.Unmount(req.segment_name(), req.client_id());
+  if (!id.ok()) return id.status();
+  size_t dropped = DropReplicasAndWriters({*id}, {});
+  spdlog::info("segment={} client={} unmounted objects_dropped={}", req.segment_name(),
+               req.client_id(), dropped);
+  return Status::Ok();
+}
+
+void MasterCore::FreeReplicas(const Object& o) {
+  for (const ReplicaRef& r : o.replicas()) registry_.Free(r, o.size);
+}
+
+Result<rpc::PutStartReply> MasterCore::PutStart(const rpc::PutStart& req, TimePoint now) {
+  if (req.client_id().empty()) {
+    return Status(ErrorCode::INVALID_PARAMS, "put start: client_id is empty");
+  }
+  const rpc::ReplicateConfig& cfg = req.config();
+  uint32_t replica_num = std::max<uint32_t>(1, cfg.replica_num());
+  if (replica_num > kMaxReplicas) {
+    return Status(ErrorCode::INVALID_PARAMS, fmt::format("replica_num={} is above the limit of {}",
+                                                         replica_num, kMaxReplicas));
+  }
+  PutContext ctx{clients_.Touch(req.client_id(), now, false).handle,
+                 replica_num,
+                 static_cast<uint8_t>((cfg.with_soft_pin() ? kSoftPin : 0) |
+                                      (cfg.with_hard_pin() ? kHardPin : 0)),
+                 req.upsert(),
+                 ToNanos(now),
+                 registry_.Usage().largest_segment,
+                 {cfg.preferred_segments().begin(), cfg.preferred_segments().end()}};
+  rpc::PutStartReply reply;
+  reply.mutable_results()->Reserve(req.items_size());
+  bool may_evict = true;
+  for (const rpc::PutItem& item : req.items()) {
+    *reply.add_results() = PutOne(item, ctx, &may_evict);
+  }
+  return reply;
+}
+
+rpc::PutStartResult MasterCore::PutOne(const rpc::PutItem& item, const PutContext& ctx,
+                                       bool* may_evict) {
+  rpc::PutStartResult out;
+  Status st = ValidateKey(item.key());
+  if (!st.ok()) {
+    SetResult(&out, st.code(), st.message());
+    return out;
+  }
+  if (item.size() == 0) {
+    SetResult(&out, ErrorCode::INVALID_PARAMS, fmt::format("key={} size is 0", item.key()));
+    return out;
+  }
+  for (int attempt = 0;; ++attempt) {
+    {
+      auto shard = table_.Lock(item.key());
+      if (ResolveExisting(*shard, shard->Find(item.key()), ctx, &out)) return out;
+      if (TryPlace(*shard, item, ctx, &out)) return out;
+    }
+    // No space. Evict (outside the shard lock: eviction takes every shard's) and retry once,
+    // unless an eviction of this batch already found nothing to free.
+    if (attempt > 0 || !*may_evict) break;
+    uint64_t need = registry_.Reserved(item.size()) * ctx.replica_num;
+    uint64_t ratio_bytes = static_cast<uint64_t>(options_.eviction_ratio *
+                                                 static_cast<double>(registry_.Usage().capacity));
+    EvictionResult r = evictor_.Evict(std::max(need, ratio_bytes), std::nullopt, ctx.now_ns);
+    if (r.objects == 0) *may_evict = false;
+  }
+  SetResult(&out, ErrorCode::NO_AVAILABLE_HANDLE,
+            fmt::format("key={} size={}: no segment has room (nothing evictable)", item.key(),
+                        item.size()));
+  spdlog::warn("put start key={} error={}", item.key(),
+               ErrorCodeName(static_cast<ErrorCode>(out.code())));
+  return out;
+}
+
+bool MasterCore::ResolveExisting(ObjectTable::Shard& shard, Object* obj, const PutContext& ctx,
+                                 rpc::PutStartResult* out) {
+  if (obj == nullptr) return false;
+  if (obj->pending()) {
+    if (ctx.now_ns - obj->put_start_ns() < discard_ns_) {
+      if (ctx.upsert) {
+        SetResult(out, ErrorCode::REPLICA_IS_NOT_READY,
+                  fmt::format("key={} is being written by another put", obj->key()));
+      } else {
+        out->set_already_exists(true);
+      }
+      return true;
+    }
+    // A stale reservation: take the key. Its writer may still be sending bytes, so the space
+    // is freed only at put start + release timeout.
+    int64_t release_at = obj->put_start_ns() + release_ns_;
+    for (const ReplicaRef& r : obj->replicas()) {
+      if (release_at <= ctx.now_ns) {
+        registry_.Free(r, obj->size);
+      } else {
+        registry_.FreeLater(r, obj->size, release_at);
+      }
+    }
+    spdlog::info("key={} stale reservation discarded (age {} ms)", obj->key(),
+                 (ctx.now_ns - obj->put_start_ns()) / 1000000);
+    shard.Erase(obj);
+    return false;
+  }
+  if (!ctx.upsert) {
+    out->set_already_exists(true);
+    return true;
+  }
+  if (obj->leased(ctx.now_ns)) {
+    SetResult(out, ErrorCode::OBJECT_HAS_LEASE,
+              fmt::format("key={} is leased by a reader for {} ms more; upsert later", obj->key(),
+                          (obj->lease_until_ns() - ctx.now_ns) / 1000000));
+    return true;
+  }
+  FreeReplicas(*obj);
+  shard.Erase(obj);
+  return false;
+}
+
+bool MasterCore::TryPlace(ObjectTable::Shard& shard, const rpc::PutItem& item,
+                          const PutContext& ctx, rpc::PutStartResult* out) {
+  uint64_t reserved = registry_.Reserved(item.size());
+  if (ctx.largest_segment == 0) {
+    SetResult(out, ErrorCode::NO_AVAILABLE_HANDLE,
+              fmt::format("key={}: no segment is mounted", item.key()));
+    return true;
+  }
+  if (reserved > ctx.largest_segment || reserved < item.size()) {
+    SetResult(out, ErrorCode::INVALID_PARAMS,
+              fmt::format("key={} size={} exceeds the largest mounted segment ({} bytes)",
+                          item.key(), item.size(), ctx.largest_segment));
+    return true;
+  }
+  std::vector<Placement> placed = registry_.Allocate(item.size(), ctx.replica_num, ctx.preferred);
+  if (placed.empty()) return false;
+  std::vector<ReplicaRef> refs;
+  refs.reserve(placed.size());
+  for (const Placement& p : placed) refs.push_back(p.ref);
+  ObjectPtr obj = Object::Create(item.key(), item.size(), refs);
+  obj->writer = ctx.writer;
+  obj->state = ObjectState::kPending;
+  obj->stamp_ns = ctx.now_ns;
+  obj->last_access_ns = ctx.now_ns;
+  obj->flags = ctx.flags;
+  shard.Insert(std::move(obj));
+  for (Placement& p : placed) {
+    rpc::Replica* r = out->add_replicas();
+    r->set_segment_name(std::move(p.segment_name));
+    r->set_endpoint(std::move(p.endpoint));
+    r->set_offset(p.ref.offset);
+    r->set_length(item.size());
+  }
+  return true;
+}
+
+Result<rpc::CodesReply> MasterCore::PutEnd(const rpc::PutEnd& req, TimePoint now) {
+  if (req.client_id().empty()) {
+    return Status(ErrorCode::INVALID_PARAMS, "put end: client_id is empty");
+  }
+  uint32_t writer = clients_.Touch(req.client_id(), now, false).handle;
+  int64_t now_ns = ToNanos(now);
+  rpc::CodesReply reply;
+  for (const std::string& key : req.commit_keys()) {
+    std::string msg;
+    ErrorCode code = Commit(key, writer, now_ns, &msg);
+    AddCode(&reply, code, std::move(msg));
+  }
+  for (const std::string& key : req.revoke_keys()) {
+    std::string msg;
+    ErrorCode code = Revoke(key, writer, &msg);
+    AddCode(&reply, code, std::move(msg));
+  }
+  return reply;
+}
+
+ErrorCode MasterCore::Commit(std::string_view key, uint32_t writer, int64_t now_ns,
+                             std::string* msg) {
+  Status st = ValidateKey(key);
+  if (!st.ok()) {
+    *msg = st.message();
+    return st.code();
+  }
+  auto shard = table_.Lock(key);
+  Object* obj = shard->Find(key);
+  if (obj == nullptr) {
+    *msg = fmt::format("key={} has no pending put (revoked, reclaimed or never started)", key);
+    return ErrorCode::OBJECT_NOT_FOUND;
+  }
+  if (obj->writer != writer) {
+    *msg = fmt::format("key={} is being put by another client", key);
+    return ErrorCode::ILLEGAL_CLIENT;
+  }
+  if (obj->pending()) {
+    shard->MarkComplete(obj);
+    obj->last_access_ns = now_ns;
+  }
+  return ErrorCode::OK;
+}
+
+ErrorCode MasterCore::Revoke(std::string_view key, uint32_t writer, std::string* msg) {
+  Status st = ValidateKey(key);
+  if (!st.ok()) {
+    *msg = st.message();
+    return st.code();
+  }
+  auto shard = table_.Lock(key);
+  Object* obj = shard->Find(key);
+  if (obj == nullptr) {
+    *msg = fmt::format("key={} has no pending put", key);
+    return ErrorCode::OBJECT_NOT_FOUND;
+  }
+  if (obj->writer != writer) {
+    *msg = fmt::format("key={} is being put by another client", key);
+    return ErrorCode::ILLEGAL_CLIENT;
+  }
+  if (!obj->pending()) {
+    *msg = fmt::format("key={} is complete; use remove", key);
+    return ErrorCode::INVALID_WRITE;
+  }
+  FreeReplicas(*obj);
+  shard->Erase(obj);
+  return ErrorCode::OK;
+}
+
+rpc::GetReplicaListReply MasterCore::GetReplicaList(const rpc::KeysRequest& req, TimePoint now) {
+  const int64_t now_ns = ToNanos(now);
+  rpc::GetReplicaListReply reply;
+  reply.set_lease_ttl_ms(static_cast<uint64_t>(options_.default_kv_lease_ttl.count()));
+  reply.mutable_objects()->Reserve(req.keys_size());
+  for (const std::string& key : req.keys()) {
+    rpc::ObjectLocation* loc = reply.add_objects();
+    Status st = ValidateKey(key);
+    if (!st.ok()) {
+      loc->set_code(static_cast<int32_t>(st.code()));
+      loc->set_message(st.message());
+      continue;
+    }
+    auto shard = table_.Lock(key);
+    Object* obj = shard->Find(key);
+    ErrorCode code = ErrorCode::OK;
+    if (obj == nullptr) {
+      code = ErrorCode::OBJECT_NOT_FOUND;
+    } else if (obj->pending()) {
+      code = ErrorCode::REPLICA_IS_NOT_READY;
+    } else {
+      for (const ReplicaRef& r : obj->replicas()) {
+        rpc::Replica* out = loc->add_replicas();
+        if (!registry_.Describe(r.segment_id, out->mutable_segment_name(),
+                                out->mutable_endpoint())) {
+          loc->mutable_replicas()->RemoveLast();
+          continue;
+        }
+        out->set_offset(r.offset);
+        out->set_length(obj->size);
+      }
+      if (loc->replicas_size() == 0) code = ErrorCode::REPLICA_IS_GONE;
+    }
+    if (code != ErrorCode::OK) {
+      loc->set_code(static_cast<int32_t>(code));
+      loc->set_message(fmt::format("key={} error={}", key, ErrorCodeName(code)));
+      continue;
+    }
+    loc->set_size(obj->size);
+    if (!req.no_lease()) {
+      obj->stamp_ns = std::max(obj->stamp_ns, now_ns + lease_ns_);
+      obj->last_access_ns = now_ns;
+    }
+  }
+  return reply;
+}
+
+rpc::CodesReply MasterCore::Exists(const rpc::KeysRequest& req, TimePoint) {
+  rpc::CodesReply reply;
+  for (const std::string& key : req.keys()) {
+    Status st = ValidateKey(key);
+    if (!st.ok()) {
+      AddCode(&reply, st.code(), st.message());
+      continue;
+    }
+    auto shard = table_.Lock(key);
+    Object* obj = shard->Find(key);
+    reply.add_codes(obj != nullptr && !obj->pending() ? 1 : 0);
+    reply.add_messages();
+  }
+  return reply;
+}
+
+rpc::ExistsPrefixReply MasterCore::ExistsPrefix(const rpc::KeysRequest& req, TimePoint) {
+  uint32_t count = 0;
+  for (const std::string& key : req.keys()) {
+    if (!ValidateKey(key).ok()) break;
+    auto shard = table_.Lock(key);
+    Object* obj = shard->Find(key);
+    if (obj == nullptr || obj->pending()) break;
+    ++count;
+  }
+  rpc::ExistsPrefixReply reply;
+  reply.set_count(count);
+  return reply;
+}
+
+rpc::CodesReply MasterCore::Remove(const rpc::KeysRequest& req, TimePoint now) {
+  const int64_t now_ns = ToNanos(now);
+  rpc::CodesReply reply;
+  for (const std::string& key : req.keys()) {
+    std::string msg;
+    ErrorCode code = RemoveOne(key, req.force(), now_ns, &msg);
+    AddCode(&reply, code, std::move(msg));
+  }
+  return reply;
+}
+
+ErrorCode MasterCore::RemoveOne(std::string_view key, bool force, int64_t now_ns,
+                                std::string* msg) {
+  Status st = ValidateKey(key);
+  if (!st.ok()) {
+    *msg = st.message();
+    return st.code();
+  }
+  auto shard = table_.Lock(key);
+  Object* obj = shard->Find(key);
+  if (obj == nullptr) {
+    *msg = fmt::format("key={} not found", key);
+    return ErrorCode::OBJECT_NOT_FOUND;
+  }
+  if (obj->pending()) {
+    *msg = fmt::format("key={} is still being written", key);
+    return ErrorCode::REPLICA_IS_NOT_READY;
+  }
+  if (obj->leased(now_ns) && !force) {
+    *msg = fmt::format("key={} is leased by a reader; retry later or use force", key);
+    return ErrorCode::OBJECT_HAS_LEASE;
+  }
+  FreeReplicas(*obj);
+  shard->Erase(obj);
+  return ErrorCode::OK;
+}
+
+rpc::RemoveAllReply MasterCore::RemoveAll(const rpc::RemoveAll& req, TimePoint now) {
+  const int64_t now_ns = ToNanos(now);
+  uint64_t removed = 0;
+  for (size_t i = 0; i < ObjectTable::kShards; ++i) {
+    auto shard = table_.LockIndex(i);
+    removed += shard->EraseIf([&](Object& o) {
+      if (o.pending() || (o.leased(now_ns) && !req.force())) return false;
+      FreeReplicas(o);
+      return true;
+    });
+  }
+  spdlog::info("remove all force={} removed={}", req.force(), removed);
+  rpc::RemoveAllReply reply;
+  reply.set_removed(removed);
+  return reply;
+}
+
+rpc::StatReply MasterCore::Stat() const {
+  rpc::StatReply reply;
+  for (const SegmentStats& s : registry_.Stats()) {
+    rpc::SegmentInfo* info = reply.add_segments();
+    info->set_segment_name(s.name);
+    info->set_endpoint(s.endpoint);
+    info->set_client_id(s.client_id);
+    info->set_size(s.capacity);
+    info->set_used(s.used);
+    info->set_object_count(s.replicas);
+    reply.set_capacity(reply.capacity() + s.capacity);
+    reply.set_used(reply.used() + s.used);
+  }
+  reply.set_object_count(table_.size());
+  reply.set_client_count(clients_.size());
+  reply.set_evicted_total(evictor_.evicted_total());
+  reply.set_master_epoch(epoch_);
+  return reply;
+}
+
+}  // namespace kvpool::master

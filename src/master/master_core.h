@@ -1,0 +1,139 @@
+// The master's operations, free of any networking: one method per RPC, taking the request
+// message and the current time (injected, so tests need no sleeps) and returning the reply.
+//
+// Objects are immutable once complete; a put is two steps (PutStart reserves space, PutEnd
+// commits or revokes) and readers see only complete objects. Per-key results travel in the
+// reply (code + message per key); a returned non-OK Status means the whole request was refused.
+//
+// Threading: every method is thread-safe and none blocks on I/O. PutStart may run an eviction
+// round when space is short (bounded work, never a wait for other clients).
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+#include "common/time.h"
+#include "kvpool/status.h"
+#include "master/client_registry.h"
+#include "master/eviction.h"
+#include "master/master_options.h"
+#include "master/object_table.h"
+#include "master/segment_registry.h"
+#include "rpc/kvpool.pb.h"
+
+namespace kvpool::master {
+
+// What one Housekeeping call did (for logs and tests).
+struct HousekeepingReport {
+  size_t dead_clients = 0;
+  size_t segments_unmounted = 0;      // segments of dead clients
+  size_t objects_dropped = 0;         // left without replicas, or pending puts of dead clients
+  size_t reservations_reclaimed = 0;  // pending puts older than put_start_release_timeout
+  size_t deferred_frees = 0;          // space of discarded reservations released
+  EvictionResult evicted;             // watermark eviction
+};
+
+class MasterCore {
+ public:
+  using TimePoint = Clock::time_point;
+
+  // REQUIRES: ValidateMasterOptions(options).ok(). `epoch` identifies this master process
+  // (0: pick a random one).
+  explicit MasterCore(const MasterOptions& options, uint64_t epoch = 0);
+  MasterCore(const MasterCore&) = delete;
+  MasterCore& operator=(const MasterCore&) = delete;
+
+  uint64_t epoch() const { return epoch_; }
+  const MasterOptions& options() const { return options_; }
+
+  // Records the client as alive; client_known is false the first time this process hears a
+  // ping or mount from it (the client must then mount its segments again).
+  // Errors: INVALID_PARAMS (empty client_id).
+  Result<rpc::PingReply> Ping(const rpc::Ping& req, TimePoint now);
+  // Errors: INVALID_PARAMS (empty client_id or name, endpoint not host:port, size below the
+  // alignment); SEGMENT_ALREADY_EXISTS (mounted by another client or with another endpoint or
+  // size). The same mount repeated by its client is OK and returns the same segment id.
+  Result<rpc::MountSegmentReply> MountSegment(const rpc::MountSegment& req, TimePoint now);
+  // Unmounts and drops every replica stored there (objects left without one are removed).
+  // Errors: INVALID_PARAMS (empty client_id); SEGMENT_NOT_FOUND; ILLEGAL_CLIENT.
+  Status UnmountSegment(const rpc::UnmountSegment& req, TimePoint now);
+
+  // Reserves space for each item; one result per item. Per item: INVALID_KEY; INVALID_PARAMS
+  // (size 0, or larger than every mounted segment); OK with already_exists (a complete object,
+  // or a pending one younger than put_start_discard_timeout: nothing to write); with upsert,
+  // OBJECT_HAS_LEASE (complete and leased) or REPLICA_IS_NOT_READY (pending); NO_AVAILABLE_HANDLE
+  // (no space even after one eviction round). A pending object older than the discard timeout
+  // is taken over: its space is freed at put start + put_start_release_timeout. With upsert an
+  // unleased complete object's replicas are freed first (if the new allocation then fails the
+  // key is gone). Replicas: up to replica_num on distinct segments, preferred ones first; OK if
+  // at least one is placed.
+  // Request errors: INVALID_PARAMS (empty client_id, replica_num above kMaxReplicas).
+  Result<rpc::PutStartReply> PutStart(const rpc::PutStart& req, TimePoint now);
+  // Codes for commit_keys, then for revoke_keys, in order. Commit: OK (also when already
+  // complete and written by this client); OBJECT_NOT_FOUND; ILLEGAL_CLIENT (another client's
+  // put, e.g. after a takeover); INVALID_KEY. Revoke frees the reservation now: OK;
+  // OBJECT_NOT_FOUND; ILLEGAL_CLIENT; INVALID_WRITE (already complete: use Remove); INVALID_KEY.
+  // Request errors: INVALID_PARAMS (empty client_id).
+  Result<rpc::CodesReply> PutEnd(const rpc::PutEnd& req, TimePoint now);
+
+  // Per key: OK with size and replicas, and (unless no_lease) a lease until now + the lease
+  // TTL; REPLICA_IS_NOT_READY (pending); OBJECT_NOT_FOUND; REPLICA_IS_GONE (its segments were
+  // just unmounted); INVALID_KEY.
+  rpc::GetReplicaListReply GetReplicaList(const rpc::KeysRequest& req, TimePoint now);
+  // Per key: 1 complete, 0 absent or pending, INVALID_KEY.
+  rpc::CodesReply Exists(const rpc::KeysRequest& req, TimePoint now);
+  // Number of leading keys that are complete (stops at the first miss or invalid key).
+  rpc::ExistsPrefixReply ExistsPrefix(const rpc::KeysRequest& req, TimePoint now);
+  // Per key: OK; OBJECT_HAS_LEASE (leased and not force); REPLICA_IS_NOT_READY (pending, even
+  // with force); OBJECT_NOT_FOUND; INVALID_KEY.
+  rpc::CodesReply Remove(const rpc::KeysRequest& req, TimePoint now);
+  // Removes every complete object (leased ones only with force; pending ones never).
+  rpc::RemoveAllReply RemoveAll(const rpc::RemoveAll& req, TimePoint now);
+  rpc::StatReply Stat() const;
+
+  // Expires clients silent for client_ttl (unmounting their segments, dropping the replicas
+  // there and revoking their pending puts), reclaims pending puts older than
+  // put_start_release_timeout, performs due deferred frees and runs watermark eviction.
+  // Call about every 100 ms. Calls are serialised.
+  HousekeepingReport Housekeeping(TimePoint now);
+
+ private:
+  struct PutContext;
+  rpc::PutStartResult PutOne(const rpc::PutItem& item, const PutContext& ctx, bool* may_evict);
+  // Under the key's shard lock: true when `out` is already the answer for this put; false when
+  // the key is (now) free to be put.
+  bool ResolveExisting(ObjectTable::Shard& shard, Object* obj, const PutContext& ctx,
+                       rpc::PutStartResult* out);
+  bool TryPlace(ObjectTable::Shard& shard, const rpc::PutItem& item, const PutContext& ctx,
+                rpc::PutStartResult* out);
+  ErrorCode Commit(std::string_view key, uint32_t writer, int64_t now_ns, std::string* msg);
+  ErrorCode Revoke(std::string_view key, uint32_t writer, std::string* msg);
+  ErrorCode RemoveOne(std::string_view key, bool force, int64_t now_ns, std::string* msg);
+  void FreeReplicas(const Object& o);
+  // Drops replicas on `segments` and revokes pending puts of `writers`, in one pass over the
+  // table. Returns the objects removed.
+  size_t DropReplicasAndWriters(const std::vector<uint64_t>& segments,
+                                const std::vector<uint32_t>& writers);
+  size_t ExpireClients(TimePoint now, HousekeepingReport* report);
+  size_t ReclaimStaleReservations(int64_t now_ns);
+  EvictionResult WatermarkEviction(int64_t now_ns);
+
+  const MasterOptions options_;
+  const uint64_t epoch_;
+  const int64_t lease_ns_, discard_ns_, release_ns_;
+  ClientRegistry clients_;
+  SegmentRegistry registry_;
+  ObjectTable table_;
+  Evictor evictor_;
+  std::mutex housekeeping_mu_;              // serialises Housekeeping
+  int64_t watermark_backoff_until_ns_ = 0;  // guarded by housekeeping_mu_
+};
+
+// Steady-clock nanoseconds, the unit Object stores.
+inline int64_t ToNanos(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+}  // namespace kvpool::master

@@ -1,0 +1,289 @@
+// MasterCore's operations and every error they document (time is injected).
+#include "master/master_core.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "master/master_test_util.h"
+
+namespace kvpool::master {
+namespace {
+
+using testing::At;
+using testing::Code;
+using testing::CoreTest;
+using testing::kT0;
+
+TEST_F(CoreTest, PingRegistersAndReportsKnown) {
+  rpc::Ping p;
+  EXPECT_EQ(core_.Ping(p, kT0).code(), ErrorCode::INVALID_PARAMS);
+  p.set_client_id("c1");
+  auto first = core_.Ping(p, kT0);
+  ASSERT_TRUE(first.ok());
+  EXPECT_FALSE(first->client_known());
+  EXPECT_EQ(first->master_epoch(), 42u);
+  EXPECT_TRUE(core_.Ping(p, kT0)->client_known());
+  EXPECT_NE(MasterCore(options_).epoch(), 0u);  // random per process otherwise
+}
+
+TEST_F(CoreTest, MountErrors) {
+  uint64_t id = Mount("node1", "n1");
+  EXPECT_EQ(Mount("node1", "n1"), id);  // idempotent
+  rpc::MountSegment m;
+  m.set_client_id("node2");
+  m.set_segment_name("n1");
+  m.set_endpoint("127.0.0.1:9002");
+  m.set_size(kSeg);
+  EXPECT_EQ(core_.MountSegment(m, kT0).code(), ErrorCode::SEGMENT_ALREADY_EXISTS);
+  m.set_segment_name("n2");
+  m.set_endpoint("no-port");
+  EXPECT_EQ(core_.MountSegment(m, kT0).code(), ErrorCode::INVALID_PARAMS);
+  m.set_endpoint("127.0.0.1:1");
+  m.set_size(1);
+  EXPECT_EQ(core_.MountSegment(m, kT0).code(), ErrorCode::INVALID_PARAMS);
+  m.set_size(kSeg);
+  m.clear_client_id();
+  EXPECT_EQ(core_.MountSegment(m, kT0).code(), ErrorCode::INVALID_PARAMS);
+  m.set_client_id("node2");
+  m.clear_segment_name();
+  EXPECT_EQ(core_.MountSegment(m, kT0).code(), ErrorCode::INVALID_PARAMS);
+}
+
+TEST_F(CoreTest, UnmountErrorsAndDropsReplicas) {
+  Mount("node1", "n1");
+  PutComplete("w", "k", 100);
+  rpc::UnmountSegment u;
+  u.set_segment_name("n1");
+  EXPECT_EQ(core_.UnmountSegment(u, kT0).code(), ErrorCode::INVALID_PARAMS);
+  u.set_client_id("node2");
+  EXPECT_EQ(core_.UnmountSegment(u, kT0).code(), ErrorCode::ILLEGAL_CLIENT);
+  u.set_client_id("node1");
+  u.set_segment_name("nope");
+  EXPECT_EQ(core_.UnmountSegment(u, kT0).code(), ErrorCode::SEGMENT_NOT_FOUND);
+  u.set_segment_name("n1");
+  EXPECT_TRUE(core_.UnmountSegment(u, kT0).ok());
+  EXPECT_EQ(Code(Get1("k").code()), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(core_.Stat().object_count(), 0u);
+}
+
+TEST_F(CoreTest, PutGetLifecycle) {
+  Mount("node1", "n1");
+  auto r = Put1("w", "k", 1000);
+  ASSERT_EQ(r.code(), 0);
+  EXPECT_FALSE(r.already_exists());
+  ASSERT_EQ(r.replicas_size(), 1);
+  EXPECT_EQ(r.replicas(0).segment_name(), "n1");
+  EXPECT_EQ(r.replicas(0).endpoint(), "127.0.0.1:9002");
+  EXPECT_EQ(r.replicas(0).length(), 1000u);
+  EXPECT_EQ(Code(Get1("k").code()), ErrorCode::REPLICA_IS_NOT_READY);
+  EXPECT_EQ(Exists1("k"), 0);
+  EXPECT_EQ(PutEnd("w", {"k"}).codes(0), 0);
+  auto g = core_.GetReplicaList(CoreTest::Keys({"k", "missing"}), At(1));
+  EXPECT_EQ(g.lease_ttl_ms(), 10000u);
+  ASSERT_EQ(g.objects_size(), 2);
+  EXPECT_EQ(g.objects(0).code(), 0);
+  EXPECT_EQ(g.objects(0).size(), 1000u);
+  ASSERT_EQ(g.objects(0).replicas_size(), 1);
+  EXPECT_EQ(g.objects(0).replicas(0).offset(), r.replicas(0).offset());
+  EXPECT_EQ(g.objects(0).replicas(0).segment_name(), "n1");
+  EXPECT_EQ(Code(g.objects(1).code()), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(Exists1("k"), 1);
+  EXPECT_EQ(Used(), 1024u);  // rounded to the 64-byte alignment
+}
+
+TEST_F(CoreTest, PutStartItemErrors) {
+  auto none = Put1("w", "k", 100);
+  EXPECT_EQ(Code(none.code()), ErrorCode::NO_AVAILABLE_HANDLE);  // nothing mounted
+  Mount("node1", "n1");
+  auto r = PutStart("w", {"", std::string(5000, 'k'), "ok"}, 100);
+  EXPECT_EQ(Code(r.results(0).code()), ErrorCode::INVALID_KEY);
+  EXPECT_EQ(Code(r.results(1).code()), ErrorCode::INVALID_KEY);
+  EXPECT_EQ(r.results(2).code(), 0);
+  EXPECT_EQ(Code(Put1("w", "zero", 0).code()), ErrorCode::INVALID_PARAMS);
+  auto big = Put1("w", "big", 2 * kSeg);
+  EXPECT_EQ(Code(big.code()), ErrorCode::INVALID_PARAMS);
+  EXPECT_NE(big.message().find("largest"), std::string::npos);
+  EXPECT_EQ(Code(Put1("w", "huge", UINT64_MAX).code()), ErrorCode::INVALID_PARAMS);
+  rpc::PutStart p;
+  p.add_items()->set_key("x");
+  EXPECT_EQ(core_.PutStart(p, kT0).code(), ErrorCode::INVALID_PARAMS);  // no client id
+  p.set_client_id("w");
+  p.mutable_config()->set_replica_num(kMaxReplicas + 1);
+  EXPECT_EQ(core_.PutStart(p, kT0).code(), ErrorCode::INVALID_PARAMS);
+}
+
+TEST_F(CoreTest, ExistingKeysAreImmutable) {
+  Mount("node1", "n1");
+  PutComplete("w1", "done", 100);
+  auto again = Put1("w2", "done", 100);
+  EXPECT_EQ(again.code(), 0);
+  EXPECT_TRUE(again.already_exists());
+  EXPECT_EQ(again.replicas_size(), 0);
+  ASSERT_EQ(Put1("w1", "busy", 100).code(), 0);
+  auto busy = Put1("w2", "busy", 100, At(29));  // being written, within the discard timeout
+  EXPECT_EQ(busy.code(), 0);
+  EXPECT_TRUE(busy.already_exists());
+  EXPECT_EQ(core_.Stat().object_count(), 2u);
+}
+
+TEST_F(CoreTest, Upsert) {
+  Mount("node1", "n1");
+  PutComplete("w", "k", 100);
+  uint64_t used = Used();
+  auto up = Put1("w", "k", 200, kT0, /*upsert=*/true);
+  ASSERT_EQ(up.code(), 0);
+  EXPECT_FALSE(up.already_exists());
+  EXPECT_EQ(up.replicas(0).length(), 200u);
+  EXPECT_EQ(Code(Get1("k").code()), ErrorCode::REPLICA_IS_NOT_READY);
+  EXPECT_EQ(Code(Put1("w2", "k", 200, kT0, true).code()), ErrorCode::REPLICA_IS_NOT_READY);
+  EXPECT_EQ(PutEnd("w", {"k"}).codes(0), 0);
+  EXPECT_GT(Used(), used);                   // old replica freed, bigger one reserved
+  EXPECT_EQ(Get1("k", At(1)).size(), 200u);  // now leased until At(11)
+  EXPECT_EQ(Code(Put1("w", "k", 300, At(5), true).code()), ErrorCode::OBJECT_HAS_LEASE);
+  EXPECT_EQ(Put1("w", "k", 300, At(12), true).code(), 0);
+}
+
+TEST_F(CoreTest, ReplicasOnDistinctPreferredSegments) {
+  Mount("a", "na");
+  Mount("b", "nb");
+  Mount("c", "nc");
+  rpc::ReplicateConfig cfg;
+  cfg.set_replica_num(2);
+  cfg.add_preferred_segments("nc");
+  for (int i = 0; i < 10; ++i) {
+    auto r = Put1("w", "k" + std::to_string(i), 100, kT0, false, cfg);
+    ASSERT_EQ(r.replicas_size(), 2);
+    EXPECT_EQ(r.replicas(0).segment_name(), "nc");
+    EXPECT_NE(r.replicas(1).segment_name(), "nc");
+  }
+  cfg.set_replica_num(5);  // best effort: three segments, three replicas
+  EXPECT_EQ(Put1("w", "five", 100, kT0, false, cfg).replicas_size(), 3);
+}
+
+TEST_F(CoreTest, PutEndErrors) {
+  Mount("node1", "n1");
+  ASSERT_EQ(Put1("w1", "a", 100).code(), 0);
+  ASSERT_EQ(Put1("w1", "b", 100).code(), 0);
+  auto r = PutEnd("w2", {"a", "missing", ""}, {"b"});
+  ASSERT_EQ(r.codes_size(), 4);
+  ASSERT_EQ(r.messages_size(), 4);
+  EXPECT_EQ(Code(r.codes(0)), ErrorCode::ILLEGAL_CLIENT);
+  EXPECT_EQ(Code(r.codes(1)), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(Code(r.codes(2)), ErrorCode::INVALID_KEY);
+  EXPECT_EQ(Code(r.codes(3)), ErrorCode::ILLEGAL_CLIENT);
+  EXPECT_NE(r.messages(0).find("key=a"), std::string::npos);
+  r = PutEnd("w1", {"a", "a"}, {"b", "b", "a"});
+  EXPECT_EQ(r.codes(0), 0);
+  EXPECT_EQ(r.codes(1), 0);  // committing twice is harmless
+  EXPECT_EQ(r.codes(2), 0);  // revoked
+  EXPECT_EQ(Code(r.codes(3)), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(Code(r.codes(4)), ErrorCode::INVALID_WRITE);  // complete: use remove
+  EXPECT_EQ(Used(), 128u);                                // b's space is back
+  rpc::PutEnd empty;
+  EXPECT_EQ(core_.PutEnd(empty, kT0).code(), ErrorCode::INVALID_PARAMS);
+}
+
+TEST_F(CoreTest, LeasesBlockRemovalUntilTheyEnd) {
+  Mount("node1", "n1");
+  PutComplete("w", "k", 100);
+  EXPECT_EQ(Get1("k", At(0), /*no_lease=*/true).code(), 0);
+  EXPECT_EQ(Remove1("k", At(0)), ErrorCode::OK);  // a metadata-only get took no lease
+  PutComplete("w", "k", 100);
+  EXPECT_EQ(Get1("k", At(1)).code(), 0);  // leased until At(11)
+  EXPECT_EQ(Get1("k", At(2)).code(), 0);  // extended to At(12)
+  EXPECT_EQ(Remove1("k", At(11.5)), ErrorCode::OBJECT_HAS_LEASE);
+  EXPECT_EQ(core_.RemoveAll(rpc::RemoveAll(), At(11.5)).removed(), 0u);
+  EXPECT_EQ(Remove1("k", At(12)), ErrorCode::OK);
+  PutComplete("w", "k", 100);
+  EXPECT_EQ(Get1("k", At(1)).code(), 0);
+  EXPECT_EQ(Remove1("k", At(2), /*force=*/true), ErrorCode::OK);
+  EXPECT_EQ(Used(), 0u);
+}
+
+TEST_F(CoreTest, RemoveErrors) {
+  Mount("node1", "n1");
+  ASSERT_EQ(Put1("w", "pending", 100).code(), 0);
+  auto r = core_.Remove(CoreTest::Keys({"missing", "pending", ""}, /*force=*/true), kT0);
+  EXPECT_EQ(Code(r.codes(0)), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(Code(r.codes(1)), ErrorCode::REPLICA_IS_NOT_READY);
+  EXPECT_EQ(Code(r.codes(2)), ErrorCode::INVALID_KEY);
+}
+
+TEST_F(CoreTest, RemoveAllSkipsLeasedUnlessForcedAndNeverPending) {
+  Mount("node1", "n1");
+  PutComplete("w", "a", 100);
+  PutComplete("w", "b", 100);
+  PutComplete("w", "leased", 100);
+  ASSERT_EQ(Put1("w", "pending", 100).code(), 0);
+  Get1("leased", At(1));
+  EXPECT_EQ(core_.RemoveAll(rpc::RemoveAll(), At(2)).removed(), 2u);
+  rpc::RemoveAll force;
+  force.set_force(true);
+  EXPECT_EQ(core_.RemoveAll(force, At(2)).removed(), 1u);
+  EXPECT_EQ(core_.Stat().object_count(), 1u);
+  EXPECT_EQ(Used(), 128u);
+}
+
+TEST_F(CoreTest, ExistsAndPrefix) {
+  Mount("node1", "n1");
+  PutComplete("w", "p0", 10);
+  PutComplete("w", "p1", 10);
+  ASSERT_EQ(Put1("w", "p2", 10).code(), 0);  // pending counts as a miss
+  PutComplete("w", "p3", 10);
+  auto e = core_.Exists(CoreTest::Keys({"p0", "p2", "p3", "zz", ""}), kT0);
+  EXPECT_EQ(e.codes(0), 1);
+  EXPECT_EQ(e.codes(1), 0);
+  EXPECT_EQ(e.codes(2), 1);
+  EXPECT_EQ(e.codes(3), 0);
+  EXPECT_EQ(Code(e.codes(4)), ErrorCode::INVALID_KEY);
+  EXPECT_EQ(core_.ExistsPrefix(CoreTest::Keys({"p0", "p1", "p2", "p3"}), kT0).count(), 2u);
+  EXPECT_EQ(core_.ExistsPrefix(CoreTest::Keys({"p3", "p0"}), kT0).count(), 2u);
+  EXPECT_EQ(core_.ExistsPrefix(CoreTest::Keys({"zz", "p0"}), kT0).count(), 0u);
+  EXPECT_EQ(core_.ExistsPrefix(CoreTest::Keys({}), kT0).count(), 0u);
+}
+
+TEST_F(CoreTest, AllocationFailureEvictsThenRetries) {
+  Mount("node1", "n1", 64 * 1024);
+  for (int i = 0; i < 64; ++i) PutComplete("w", "k" + std::to_string(i), 1024, At(i * 0.01));
+  auto r = Put1("w", "new", 1024, At(1));
+  ASSERT_EQ(r.code(), 0) << r.message();
+  EXPECT_GE(core_.Stat().evicted_total(), 1u);
+  EXPECT_EQ(Exists1("k0"), 0);   // the least recently used went first
+  EXPECT_EQ(Exists1("k63"), 1);  // the newest stayed
+}
+
+TEST_F(CoreTest, NoSpaceAndNothingEvictableIsPrompt) {
+  Mount("node1", "n1", 8 * 1024);
+  for (int i = 0; i < 8; ++i) {
+    PutComplete("w", "k" + std::to_string(i), 1024);
+    Get1("k" + std::to_string(i), At(1));  // leased
+  }
+  auto r = PutStart("w", {"x", "y"}, 1024, At(2));
+  EXPECT_EQ(Code(r.results(0).code()), ErrorCode::NO_AVAILABLE_HANDLE);
+  EXPECT_EQ(Code(r.results(1).code()), ErrorCode::NO_AVAILABLE_HANDLE);
+  EXPECT_EQ(core_.Stat().evicted_total(), 0u);
+  EXPECT_EQ(core_.Stat().object_count(), 8u);
+}
+
+TEST_F(CoreTest, StatReportsPool) {
+  Mount("node1", "n1");
+  Mount("node2", "n2", 2 * kSeg);
+  PutComplete("w", "a", 100);
+  rpc::StatReply s = core_.Stat();
+  EXPECT_EQ(s.segments_size(), 2);
+  EXPECT_EQ(s.capacity(), 3 * kSeg);
+  EXPECT_EQ(s.used(), 128u);
+  EXPECT_EQ(s.object_count(), 1u);
+  EXPECT_EQ(s.client_count(), 3u);  // two nodes and a writer
+  EXPECT_EQ(s.master_epoch(), 42u);
+  uint64_t replicas = 0;
+  for (const auto& seg : s.segments()) {
+    replicas += seg.object_count();
+    EXPECT_EQ(seg.client_id(), seg.segment_name() == "n1" ? "node1" : "node2");
+  }
+  EXPECT_EQ(replicas, 1u);
+}
+
+}  // namespace
+}  // namespace kvpool::master

@@ -1,0 +1,112 @@
+#include "master/master_options.h"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <array>
+#include <string_view>
+
+#include "common/units.h"
+
+namespace kvpool::master {
+namespace {
+
+Status Bad(std::string_view flag, const std::string& value, std::string_view range) {
+  return Status(ErrorCode::INVALID_PARAMS,
+                fmt::format("--{}={} is out of range: {}", flag, value, range));
+}
+
+template <typename Duration>
+void AddDuration(CLI::App& app, const std::string& name, Duration& field, const std::string& help) {
+  app.add_option_function<int64_t>(
+         name, [&field](int64_t v) { field = Duration(v); }, help)
+      ->default_str(std::to_string(field.count()));
+}
+
+}  // namespace
+
+void AddMasterFlags(CLI::App& app, MasterOptions& o) {
+  app.add_option("--rpc_host,--rpc_address", o.rpc_host, "address the RPC server binds")
+      ->capture_default_str();
+  app.add_option("--rpc_port", o.rpc_port, "RPC port (0: any free port)")->capture_default_str();
+  app.add_option("--rpc_thread_num,--rpc_threads", o.rpc_threads, "RPC I/O threads")
+      ->capture_default_str();
+  app.add_option("--eviction_high_watermark_ratio", o.eviction_high_watermark_ratio,
+                 "evict when a segment's or the pool's use passes this fraction")
+      ->capture_default_str();
+  app.add_option("--eviction_ratio", o.eviction_ratio,
+                 "fraction of capacity one eviction round frees")
+      ->capture_default_str();
+  AddDuration(app, "--default_kv_lease_ttl", o.default_kv_lease_ttl, "read lease in milliseconds");
+  AddDuration(app, "--client_ttl", o.client_ttl, "seconds of silence after which a client is dead");
+  AddDuration(app, "--put_start_discard_timeout_sec", o.put_start_discard_timeout_sec,
+              "seconds after which a pending put no longer blocks its key");
+  AddDuration(app, "--put_start_release_timeout_sec", o.put_start_release_timeout_sec,
+              "seconds after which a pending put's space is freed");
+  app.add_option_function<std::string>(
+         "--allocation_alignment",
+         [&o](const std::string& text) {
+           auto v = ParseSize(text, "--allocation_alignment");
+           if (!v.ok()) throw CLI::ValidationError("--allocation_alignment", v.status().message());
+           o.allocation_alignment = *v;
+         },
+         "alignment of every replica's offset and size (e.g. 64, 4KiB)")
+      ->default_str(std::to_string(o.allocation_alignment));
+  app.add_option("--log_level", o.log_level, "trace, debug, info, warn, error, critical, off")
+      ->capture_default_str();
+  app.set_config("--config", "", "INI or TOML file with the same option names");
+}
+
+Status ValidateMasterOptions(const MasterOptions& o) {
+  if (o.rpc_host.empty()) return Bad("rpc_host", "''", "an IP address such as 0.0.0.0");
+  if (o.rpc_port < 0 || o.rpc_port > 65535) {
+    return Bad("rpc_port", std::to_string(o.rpc_port), "0..65535");
+  }
+  if (o.rpc_threads < 1 || o.rpc_threads > 256) {
+    return Bad("rpc_thread_num", std::to_string(o.rpc_threads), "1..256");
+  }
+  // Written so that NaN fails too.
+  if (!(o.eviction_high_watermark_ratio > 0.0 && o.eviction_high_watermark_ratio <= 1.0)) {
+    return Bad("eviction_high_watermark_ratio", fmt::format("{}", o.eviction_high_watermark_ratio),
+               "(0, 1], e.g. 0.90");
+  }
+  if (!(o.eviction_ratio >= 0.0 && o.eviction_ratio <= 1.0)) {
+    return Bad("eviction_ratio", fmt::format("{}", o.eviction_ratio), "[0, 1], e.g. 0.05");
+  }
+  using std::chrono::hours;
+  auto lease = o.default_kv_lease_ttl;
+  if (lease < std::chrono::milliseconds(1) || lease > hours(1)) {
+    return Bad("default_kv_lease_ttl", std::to_string(lease.count()), "1..3600000 milliseconds");
+  }
+  if (o.client_ttl < std::chrono::seconds(1) || o.client_ttl > hours(1)) {
+    return Bad("client_ttl", std::to_string(o.client_ttl.count()), "1..3600 seconds");
+  }
+  auto discard = o.put_start_discard_timeout_sec;
+  if (discard < std::chrono::seconds(1) || discard > hours(24)) {
+    return Bad("put_start_discard_timeout_sec", std::to_string(discard.count()),
+               "1..86400 seconds");
+  }
+  auto release = o.put_start_release_timeout_sec;
+  if (release < discard || release > hours(24)) {
+    return Bad(
+        "put_start_release_timeout_sec", std::to_string(release.count()),
+        fmt::format("{}..86400 seconds (at least put_start_discard_timeout_sec)", discard.count()));
+  }
+  uint64_t a = o.allocation_alignment;
+  if (a == 0 || a > (1u << 20) || (a & (a - 1)) != 0) {
+    return Bad("allocation_alignment", std::to_string(a), "a power of two from 1 to 1048576");
+  }
+  static constexpr std::array<std::string_view, 7> kLevels = {"trace", "debug",    "info", "warn",
+                                                              "error", "critical", "off"};
+  bool level_ok = false;
+  for (auto l : kLevels) level_ok = level_ok || l == o.log_level;
+  if (!level_ok) {
+    return Bad("log_level", o.log_level, "trace, debug, info, warn, error, critical or off");
+  }
+  if (o.housekeeping_interval <= Clock::duration::zero()) {
+    return Status(ErrorCode::INVALID_PARAMS, "housekeeping_interval must be positive");
+  }
+  return Status::Ok();
+}
+
+}  // namespace kvpool::master

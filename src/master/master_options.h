@@ -1,0 +1,64 @@
+// The master's configuration: one plain struct, filled from flags (Mooncake's names) or a config
+// file, and validated in one place before anything starts.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "common/time.h"
+#include "kvpool/status.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace kvpool::master {
+
+struct MasterOptions {
+  // Address the RPC server binds. Flag --rpc_host (alias --rpc_address). Default "0.0.0.0".
+  std::string rpc_host = "0.0.0.0";
+  // RPC port. Flag --rpc_port. Default 50051 (Mooncake's). 0 picks any free port (tests).
+  int rpc_port = 50051;
+  // RPC I/O threads. Flag --rpc_thread_num (alias --rpc_threads). Default 2; range 1..256.
+  int rpc_threads = 2;
+  // Eviction starts when a segment's (or the whole pool's) used/capacity passes this.
+  // Flag --eviction_high_watermark_ratio. Default 0.90; range (0, 1].
+  double eviction_high_watermark_ratio = 0.90;
+  // Fraction of capacity one eviction round frees. Flag --eviction_ratio. Default 0.05; range
+  // [0, 1]. 0 disables watermark eviction; a failed allocation still evicts what it needs.
+  double eviction_ratio = 0.05;
+  // Read lease granted by GetReplicaList. Flag --default_kv_lease_ttl, in milliseconds like
+  // Mooncake's. Default 10000 ms; range 1 ms .. 1 h.
+  std::chrono::milliseconds default_kv_lease_ttl{10000};
+  // A client (or node) silent for this long is dead: its segments are unmounted and its pending
+  // puts revoked. Flag --client_ttl, in seconds. Default 10 s; range 1 s .. 1 h.
+  std::chrono::seconds client_ttl{10};
+  // A pending put older than this no longer blocks another put of its key (the new put takes the
+  // key). Flag --put_start_discard_timeout_sec. Default 30 s; range 1 s .. 1 day.
+  std::chrono::seconds put_start_discard_timeout_sec{30};
+  // A pending put's space is freed this long after its put start (a discarded writer may still
+  // be writing until then, so its bytes are not handed to anyone else before). Flag
+  // --put_start_release_timeout_sec. Default 600 s; range discard timeout .. 1 day.
+  std::chrono::seconds put_start_release_timeout_sec{600};
+  // Every replica's offset and reserved size are multiples of this. Flag --allocation_alignment
+  // (a size: "64", "4KiB"). Default 64 bytes; a power of two in 1 B .. 1 MiB.
+  uint64_t allocation_alignment = 64;
+  // spdlog level. Flag --log_level. Default "info"; one of trace, debug, info, warn, error,
+  // critical, off.
+  std::string log_level = "info";
+  // How often the housekeeping thread expires clients, reclaims reservations and checks the
+  // watermark. Not a flag. Default 100 ms.
+  Clock::duration housekeeping_interval = std::chrono::milliseconds(100);
+};
+
+// Registers the flags named above on `app`, writing into `o` (which must outlive parsing), plus
+// `--config FILE`: an INI or TOML file whose keys are the same names without dashes
+// ("rpc_port = 50052"). Flags on the command line override the file. Parsing does no range
+// checks beyond the type: call ValidateMasterOptions after.
+void AddMasterFlags(CLI::App& app, MasterOptions& o);
+
+// OK, or INVALID_PARAMS naming the first bad flag, its value and the valid range.
+Status ValidateMasterOptions(const MasterOptions& o);
+
+}  // namespace kvpool::master

@@ -1,0 +1,37 @@
+// The master's RPC front: decodes each request of kvpool.proto's master methods, calls
+// MasterCore with the current time and encodes the reply.
+//
+// Errors (as the reply's code): INVALID_PARAMS for a request whose meta does not parse or that
+// carries a payload (master requests have none); NOT_SUPPORTED for a method the master does not
+// serve (e.g. WRITE/READ); otherwise whatever the core returns for the whole request. Per-key
+// outcomes travel inside an OK reply.
+//
+// Threading: thread-safe (the core is); runs on the server's I/O threads and never waits on I/O.
+#pragma once
+
+#include <functional>
+
+#include "master/master_core.h"
+#include "rpc/server.h"
+
+namespace kvpool::master {
+
+class MasterService : public rpc::Service {
+ public:
+  using ClockFn = std::function<Clock::time_point()>;
+  // `core` must outlive the service. `clock` supplies `now` for every call (tests may fake it).
+  explicit MasterService(MasterCore* core, ClockFn clock = &Clock::now)
+      : core_(core), clock_(std::move(clock)) {}
+
+  asio::awaitable<rpc::Reply> Handle(const rpc::FrameHeader& header, std::string_view meta,
+                                     rpc::PayloadReader& payload) override;
+
+  // The same dispatch without coroutines (used by Handle; handy in tests).
+  rpc::Reply Dispatch(uint16_t method, std::string_view meta);
+
+ private:
+  MasterCore* const core_;
+  const ClockFn clock_;
+};
+
+}  // namespace kvpool::master

@@ -1,0 +1,178 @@
+// The master over real sockets: Master on 127.0.0.1 port 0 and MasterClient.
+#include "master/master_service.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "master/master.h"
+#include "master/master_client.h"
+#include "rpc/connection.h"
+
+namespace kvpool::master {
+namespace {
+
+MasterOptions TestOptions() {
+  MasterOptions o;
+  o.rpc_host = "127.0.0.1";
+  o.rpc_port = 0;
+  return o;
+}
+
+Deadline Soon() { return DeadlineAfter(std::chrono::seconds(5)); }
+
+class MasterServiceTest : public ::testing::Test {
+ protected:
+  explicit MasterServiceTest(MasterOptions o = TestOptions()) : master_(o) {}
+  void SetUp() override {
+    ASSERT_TRUE(master_.Start().ok());
+    ep_ = rpc::Endpoint{"127.0.0.1", master_.port()};
+  }
+  Master master_;
+  rpc::Endpoint ep_;
+};
+
+TEST_F(MasterServiceTest, EndToEndOverSockets) {
+  MasterClient node(ep_, "node-1");
+  MasterClient client(ep_, "client-1");
+  auto ping = node.Ping(Soon());
+  ASSERT_TRUE(ping.ok()) << ping.status().ToString();
+  EXPECT_FALSE(ping->client_known());
+  EXPECT_EQ(ping->master_epoch(), master_.epoch());
+  auto mount = node.MountSegment("127.0.0.1:7001", "127.0.0.1:7001", 1 << 20, Soon());
+  ASSERT_TRUE(mount.ok()) << mount.status().ToString();
+  EXPECT_EQ(mount->master_epoch(), master_.epoch());
+  EXPECT_EQ(client.MountSegment("127.0.0.1:7001", "127.0.0.1:7001", 1 << 20, Soon()).code(),
+            ErrorCode::SEGMENT_ALREADY_EXISTS);
+
+  std::vector<MasterClient::PutItem> items = {{"page-0", 4096}, {"page-1", 4096}, {"", 1}};
+  auto put = client.PutStart(items, rpc::ReplicateConfig(), false, Soon());
+  ASSERT_TRUE(put.ok()) << put.status().ToString();
+  ASSERT_EQ(put->results_size(), 3);
+  EXPECT_EQ(put->results(0).code(), 0);
+  EXPECT_EQ(put->results(0).replicas(0).endpoint(), "127.0.0.1:7001");
+  EXPECT_EQ(static_cast<ErrorCode>(put->results(2).code()), ErrorCode::INVALID_KEY);
+  std::vector<std::string> commit = {"page-0"}, revoke = {"page-1"};
+  auto end = client.PutEnd(commit, revoke, Soon());
+  ASSERT_TRUE(end.ok());
+  EXPECT_EQ(end->codes(0), 0);
+  EXPECT_EQ(end->codes(1), 0);
+
+  std::vector<std::string> keys = {"page-0", "page-1"};
+  auto got = client.GetReplicaList(keys, false, Soon());
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->objects(0).code(), 0);
+  EXPECT_EQ(got->objects(0).size(), 4096u);
+  EXPECT_EQ(got->objects(0).replicas(0).offset(), put->results(0).replicas(0).offset());
+  EXPECT_EQ(static_cast<ErrorCode>(got->objects(1).code()), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(got->lease_ttl_ms(), 10000u);
+
+  auto exists = client.Exists(keys, Soon());
+  ASSERT_TRUE(exists.ok());
+  EXPECT_EQ(exists->codes(0), 1);
+  EXPECT_EQ(exists->codes(1), 0);
+  auto prefix = client.ExistsPrefix(keys, Soon());
+  ASSERT_TRUE(prefix.ok());
+  EXPECT_EQ(*prefix, 1u);
+
+  auto stat = client.Stat(Soon());
+  ASSERT_TRUE(stat.ok());
+  EXPECT_EQ(stat->object_count(), 1u);
+  EXPECT_EQ(stat->segments_size(), 1);
+  EXPECT_EQ(stat->used(), 4096u);
+  EXPECT_EQ(stat->capacity(), 1u << 20);
+
+  auto removed = client.Remove(keys, /*force=*/false, Soon());
+  ASSERT_TRUE(removed.ok());
+  EXPECT_EQ(static_cast<ErrorCode>(removed->codes(0)), ErrorCode::OBJECT_HAS_LEASE);
+  EXPECT_EQ(static_cast<ErrorCode>(removed->codes(1)), ErrorCode::OBJECT_NOT_FOUND);
+  removed = client.Remove(keys, /*force=*/true, Soon());
+  ASSERT_TRUE(removed.ok());
+  EXPECT_EQ(removed->codes(0), 0);
+  auto all = client.RemoveAll(true, Soon());
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(*all, 0u);
+
+  EXPECT_EQ(node.UnmountSegment("nope", Soon()).code(), ErrorCode::SEGMENT_NOT_FOUND);
+  EXPECT_TRUE(node.UnmountSegment("127.0.0.1:7001", Soon()).ok());
+  EXPECT_EQ(client.Stat(Soon())->segments_size(), 0);
+}
+
+TEST_F(MasterServiceTest, RefusesWhatItDoesNotServe) {
+  auto conn = rpc::Connection::Connect(ep_, "t", Soon());
+  ASSERT_TRUE(conn.ok());
+  rpc::Empty resp;
+  EXPECT_EQ((*conn)->Call(rpc::WRITE, rpc::DataRequest(), &resp, Soon()).code(),
+            ErrorCode::NOT_SUPPORTED);
+  std::string bytes = "payload";
+  iovec iov{bytes.data(), bytes.size()};
+  rpc::PingReply pr;
+  rpc::Ping ping;
+  ping.set_client_id("x");
+  EXPECT_EQ((*conn)->Call(rpc::PING, ping, &pr, {&iov, 1}, {}, Soon()).code(),
+            ErrorCode::INVALID_PARAMS);
+  EXPECT_TRUE((*conn)->Call(rpc::PING, ping, &pr, Soon()).ok());  // the connection survives
+  rpc::Empty empty;
+  EXPECT_EQ((*conn)->Call(rpc::PUT_START, empty, &resp, Soon()).code(),
+            ErrorCode::INVALID_PARAMS);  // no client id
+}
+
+TEST(MasterServiceDispatchTest, UnparsableRequestIsInvalidParams) {
+  MasterOptions o = TestOptions();
+  MasterCore core(o);
+  MasterService service(&core);
+  const std::string garbage = "\xff\xff\xff\xff";
+  for (uint16_t m : {rpc::PING, rpc::MOUNT_SEGMENT, rpc::UNMOUNT_SEGMENT, rpc::PUT_START,
+                     rpc::PUT_END, rpc::GET_REPLICA_LIST, rpc::EXISTS, rpc::EXISTS_PREFIX,
+                     rpc::REMOVE, rpc::REMOVE_ALL, rpc::STAT}) {
+    rpc::Reply r = service.Dispatch(m, garbage);
+    EXPECT_EQ(r.code, ErrorCode::INVALID_PARAMS) << m;
+    EXPECT_NE(r.message.find("does not parse"), std::string::npos);
+  }
+  EXPECT_EQ(service.Dispatch(999, "").code, ErrorCode::NOT_SUPPORTED);
+  EXPECT_EQ(service.Dispatch(rpc::STAT, "").code, ErrorCode::OK);
+}
+
+TEST(MasterLifecycleTest, PortTakenIsAnError) {
+  Master first(TestOptions());
+  ASSERT_TRUE(first.Start().ok());
+  MasterOptions o = TestOptions();
+  o.rpc_port = first.port();
+  Master second(o);
+  Status st = second.Start();
+  EXPECT_EQ(st.code(), ErrorCode::RPC_FAIL);
+  EXPECT_NE(st.message().find(std::to_string(first.port())), std::string::npos) << st.message();
+  second.Stop();
+  first.Stop();
+  first.Stop();  // idempotent
+}
+
+TEST(MasterLifecycleTest, UnreachableMasterFailsByDeadline) {
+  MasterClient c(rpc::Endpoint{"127.0.0.1", 1}, "c");
+  auto start = Clock::now();
+  EXPECT_EQ(c.Ping(DeadlineAfter(std::chrono::milliseconds(500))).code(), ErrorCode::RPC_FAIL);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+}
+
+// The housekeeping thread expires a silent node (client_ttl 1 s) without any request.
+TEST(MasterLifecycleTest, HousekeepingThreadExpiresSilentClients) {
+  MasterOptions o = TestOptions();
+  o.client_ttl = std::chrono::seconds(1);
+  Master master(o);
+  ASSERT_TRUE(master.Start().ok());
+  MasterClient node({"127.0.0.1", master.port()}, "node");
+  ASSERT_TRUE(node.MountSegment("seg", "127.0.0.1:7001", 1 << 20, Soon()).ok());
+  auto give_up = Clock::now() + std::chrono::seconds(10);
+  int segments = 1;
+  while (segments > 0 && Clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    segments = master.core().Stat().segments_size();
+  }
+  EXPECT_EQ(segments, 0);
+  auto ping = node.Ping(Soon());
+  ASSERT_TRUE(ping.ok());
+  EXPECT_FALSE(ping->client_known());  // told to mount again
+}
+
+}  // namespace
+}  // namespace kvpool::master

@@ -1,0 +1,98 @@
+#include "master/object_table.h"
+
+#include <cassert>
+#include <cstring>
+#include <new>
+
+namespace kvpool::master {
+
+ObjectPtr Object::Create(std::string_view key, uint64_t size,
+                         std::span<const ReplicaRef> replicas) {
+  assert(!key.empty() && key.size() <= UINT16_MAX && replicas.size() <= kMaxReplicas);
+  size_t bytes = sizeof(Object) + replicas.size() * sizeof(ReplicaRef) + key.size();
+  void* mem = ::operator new(bytes);
+  auto* o = new (mem) Object();
+  o->size = size;
+  o->key_len_ = static_cast<uint16_t>(key.size());
+  o->replica_count_ = static_cast<uint8_t>(replicas.size());
+  o->replica_capacity_ = static_cast<uint8_t>(replicas.size());
+  ReplicaRef* slots = o->slots();
+  for (size_t i = 0; i < replicas.size(); ++i) new (slots + i) ReplicaRef(replicas[i]);
+  std::memcpy(slots + replicas.size(), key.data(), key.size());
+  return ObjectPtr(o);
+}
+
+void ObjectDeleter::operator()(Object* o) const {
+  o->~Object();  // ReplicaRef and the key bytes are trivially destructible
+  ::operator delete(o);
+}
+
+size_t Object::DropReplicasIf(const std::function<bool(const ReplicaRef&)>& drop) {
+  ReplicaRef* s = slots();
+  uint8_t kept = 0;
+  for (uint8_t i = 0; i < replica_count_; ++i) {
+    if (!drop(s[i])) s[kept++] = s[i];
+  }
+  size_t dropped = replica_count_ - kept;
+  replica_count_ = kept;
+  return dropped;
+}
+
+Object* ObjectTable::Shard::Find(std::string_view key) const {
+  auto it = objects_.find(key);
+  return it == objects_.end() ? nullptr : it->get();
+}
+
+Object* ObjectTable::Shard::Insert(ObjectPtr obj) {
+  Object* raw = obj.get();
+  auto [it, inserted] = objects_.insert(std::move(obj));
+  assert(inserted);
+  (void)it;
+  (void)inserted;
+  if (raw->pending()) pending_.insert(raw);
+  total_->fetch_add(1, std::memory_order_relaxed);
+  return raw;
+}
+
+void ObjectTable::Shard::Erase(Object* obj) {
+  pending_.erase(obj);
+  auto it = objects_.find(obj->key());
+  assert(it != objects_.end() && it->get() == obj);
+  objects_.erase(it);
+  total_->fetch_sub(1, std::memory_order_relaxed);
+}
+
+void ObjectTable::Shard::MarkComplete(Object* obj) {
+  assert(obj->pending());
+  obj->state = ObjectState::kComplete;
+  obj->stamp_ns = 0;  // no lease yet
+  pending_.erase(obj);
+}
+
+size_t ObjectTable::Shard::EraseIf(const std::function<bool(Object&)>& f) {
+  size_t erased = 0;
+  for (auto it = objects_.begin(); it != objects_.end();) {
+    if (f(**it)) {
+      pending_.erase(it->get());
+      it = objects_.erase(it);
+      ++erased;
+    } else {
+      ++it;
+    }
+  }
+  total_->fetch_sub(erased, std::memory_order_relaxed);
+  return erased;
+}
+
+ObjectTable::ObjectTable() : shards_(new Slot[kShards]) {
+  for (size_t i = 0; i < kShards; ++i) shards_[i].shard.total_ = &total_;
+}
+
+size_t ObjectTable::ShardOf(std::string_view key) {
+  // High bits of a multiplicative mix: independent of the bucket index inside the shard.
+  uint64_t h = std::hash<std::string_view>()(key) * 0x9E3779B97F4A7C15ull;
+  return static_cast<size_t>(h >> 58);  // 64 shards
+}
+static_assert(ObjectTable::kShards == 64, "ShardOf takes the top 6 bits");
+
+}  // namespace kvpool::master

@@ -1,0 +1,108 @@
+#include "master/object_table.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace kvpool::master {
+namespace {
+
+TEST(ObjectTest, LayoutHoldsReplicasAndKeyInOneBlock) {
+  std::vector<ReplicaRef> reps = {{1, 0, 7, 0}, {2, 4096, 9, 0}, {3, 64, 1, 0}};
+  ObjectPtr o = Object::Create("page-0001", 4096, reps);
+  EXPECT_EQ(o->key(), "page-0001");
+  EXPECT_EQ(o->size, 4096u);
+  ASSERT_EQ(o->replicas().size(), 3u);
+  EXPECT_EQ(o->replicas()[1].segment_id, 2u);
+  EXPECT_EQ(o->replicas()[1].offset, 4096u);
+  EXPECT_EQ(o->replicas()[1].alloc_node, 9u);
+  EXPECT_TRUE(o->pending());
+  // Dropping replicas keeps the key intact.
+  EXPECT_EQ(o->DropReplicasIf([](const ReplicaRef& r) { return r.segment_id == 2; }), 1u);
+  ASSERT_EQ(o->replicas().size(), 2u);
+  EXPECT_EQ(o->replicas()[1].segment_id, 3u);
+  EXPECT_EQ(o->key(), "page-0001");
+}
+
+TEST(ObjectTest, MetadataBudget) {
+  // Header + one replica; the rest of the 128-byte budget goes to the hash node (32 bytes),
+  // bucket array and malloc headers.
+  EXPECT_LE(sizeof(Object) + sizeof(ReplicaRef), 64u);
+}
+
+TEST(ObjectTest, StatesAndPins) {
+  ObjectPtr o = Object::Create("k", 1, {});
+  o->flags = kSoftPin;
+  EXPECT_TRUE(o->soft_pinned());
+  EXPECT_FALSE(o->hard_pinned());
+  o->stamp_ns = 100;
+  EXPECT_FALSE(o->leased(50));  // pending objects are never leased
+  o->state = ObjectState::kComplete;
+  EXPECT_TRUE(o->leased(50));
+  EXPECT_FALSE(o->leased(100));
+}
+
+TEST(ObjectTableTest, InsertFindEraseAndCount) {
+  ObjectTable t;
+  for (int i = 0; i < 1000; ++i) {
+    std::string key = "key-" + std::to_string(i);
+    auto s = t.Lock(key);
+    ASSERT_EQ(s->Find(key), nullptr);
+    s->Insert(Object::Create(key, 10, {}));
+  }
+  EXPECT_EQ(t.size(), 1000u);
+  {
+    auto s = t.Lock("key-5");
+    Object* o = s->Find("key-5");
+    ASSERT_NE(o, nullptr);
+    EXPECT_EQ(o->key(), "key-5");
+    s->Erase(o);
+    EXPECT_EQ(s->Find("key-5"), nullptr);
+  }
+  EXPECT_EQ(t.size(), 999u);
+  size_t seen = 0;
+  std::vector<size_t> per_shard;
+  for (size_t i = 0; i < ObjectTable::kShards; ++i) {
+    auto s = t.LockIndex(i);
+    seen += s->size();
+    per_shard.push_back(s->size());
+  }
+  EXPECT_EQ(seen, 999u);
+  // Keys spread over the shards (no shard holds more than 4x its share).
+  for (size_t n : per_shard) EXPECT_LT(n, 4 * 1000 / ObjectTable::kShards);
+}
+
+TEST(ObjectTableTest, PendingIndexFollowsState) {
+  ObjectTable t;
+  auto s = t.Lock("a");
+  Object* a = s->Insert(Object::Create("a", 1, {}));
+  EXPECT_EQ(s->pending().count(a), 1u);
+  s->MarkComplete(a);
+  EXPECT_EQ(s->pending().count(a), 0u);
+  EXPECT_FALSE(a->pending());
+  EXPECT_EQ(a->lease_until_ns(), 0);
+}
+
+TEST(ObjectTableTest, EraseIfKeepsPendingIndexConsistent) {
+  ObjectTable t;
+  for (size_t i = 0; i < ObjectTable::kShards; ++i) {
+    auto s = t.LockIndex(i);
+    EXPECT_EQ(s->EraseIf([](Object&) { return true; }), 0u);
+  }
+  std::vector<std::string> keys;
+  for (int i = 0; i < 200; ++i) keys.push_back("p" + std::to_string(i));
+  for (const auto& k : keys) t.Lock(k)->Insert(Object::Create(k, 1, {}));
+  size_t erased = 0, pending_left = 0;
+  for (size_t i = 0; i < ObjectTable::kShards; ++i) {
+    auto s = t.LockIndex(i);
+    erased += s->EraseIf([](Object& o) { return o.key().back() % 2 == 0; });
+    pending_left += s->pending().size();
+    for (Object* p : s->pending()) EXPECT_EQ(s->Find(p->key()), p);
+  }
+  EXPECT_EQ(erased + pending_left, 200u);
+  EXPECT_EQ(t.size(), pending_left);
+}
+
+}  // namespace
+}  // namespace kvpool::master

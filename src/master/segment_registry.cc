@@ -1,0 +1,215 @@
+#include "master/segment_registry.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <random>
+
+namespace kvpool::master {
+namespace {
+
+constexpr size_t kMaxSegmentNameBytes = 1024;
+
+std::mt19937_64& Rng() {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  return rng;
+}
+
+bool Contains(std::span<const uint64_t> ids, uint64_t id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+}  // namespace
+
+SegmentRegistry::SegmentRegistry(uint64_t alignment) : alignment_(alignment) {}
+
+Result<uint64_t> SegmentRegistry::Mount(std::string_view name, std::string_view client_id,
+                                        uint32_t owner, std::string_view endpoint, uint64_t size) {
+  if (name.empty() || name.size() > kMaxSegmentNameBytes) {
+    return Status(ErrorCode::INVALID_PARAMS, fmt::format("segment name must be 1..{} bytes, got {}",
+                                                         kMaxSegmentNameBytes, name.size()));
+  }
+  if (size < alignment_) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("segment={} size {} is below the allocation alignment {}", name, size,
+                              alignment_));
+  }
+  std::unique_lock lock(map_mu_);
+  auto it = by_name_.find(std::string(name));
+  if (it != by_name_.end()) {
+    Segment& s = *it->second;
+    if (s.client_id != client_id) {
+      return Status(ErrorCode::SEGMENT_ALREADY_EXISTS,
+                    fmt::format("segment={} is mounted by client={}", name, s.client_id));
+    }
+    if (s.endpoint != endpoint || s.allocator.capacity() != (size & ~(alignment_ - 1))) {
+      return Status(ErrorCode::SEGMENT_ALREADY_EXISTS,
+                    fmt::format("segment={} is mounted with endpoint={} size={}; unmount it "
+                                "before mounting endpoint={} size={}",
+                                name, s.endpoint, s.allocator.capacity(), endpoint, size));
+    }
+    s.owner = owner;
+    return s.id;
+  }
+  auto seg = std::make_unique<Segment>(next_id_++, size, alignment_);
+  seg->name = std::string(name);
+  seg->endpoint = std::string(endpoint);
+  seg->client_id = std::string(client_id);
+  seg->owner = owner;
+  uint64_t id = seg->id;
+  by_id_[id] = seg.get();
+  list_.push_back(seg.get());
+  by_name_.emplace(seg->name, std::move(seg));
+  return id;
+}
+
+Result<uint64_t> SegmentRegistry::Unmount(std::string_view name, std::string_view client_id) {
+  std::unique_lock lock(map_mu_);
+  auto it = by_name_.find(std::string(name));
+  if (it == by_name_.end()) {
+    return Status(ErrorCode::SEGMENT_NOT_FOUND, fmt::format("segment={} is not mounted", name));
+  }
+  if (it->second->client_id != client_id) {
+    return Status(ErrorCode::ILLEGAL_CLIENT,
+                  fmt::format("segment={} is mounted by client={}, not client={}", name,
+                              it->second->client_id, client_id));
+  }
+  uint64_t id = it->second->id;
+  by_id_.erase(id);
+  std::erase(list_, it->second.get());
+  by_name_.erase(it);
+  return id;
+}
+
+std::vector<uint64_t> SegmentRegistry::UnmountOwnedBy(uint32_t owner) {
+  std::unique_lock lock(map_mu_);
+  std::vector<uint64_t> ids;
+  for (auto it = by_name_.begin(); it != by_name_.end();) {
+    Segment* s = it->second.get();
+    if (s->owner != owner) {
+      ++it;
+      continue;
+    }
+    ids.push_back(s->id);
+    by_id_.erase(s->id);
+    std::erase(list_, s);
+    it = by_name_.erase(it);
+  }
+  return ids;
+}
+
+bool SegmentRegistry::TryAllocate(Segment& s, uint64_t size, Placement* out) {
+  std::lock_guard lock(s.mu);
+  auto a = s.allocator.Allocate(size);
+  if (!a) return false;
+  s.used.store(s.allocator.used_bytes(), std::memory_order_relaxed);
+  s.replicas.fetch_add(1, std::memory_order_relaxed);
+  out->ref = ReplicaRef{s.id, a->offset, a->node, 0};
+  out->segment_name = s.name;
+  out->endpoint = s.endpoint;
+  return true;
+}
+
+std::vector<Placement> SegmentRegistry::Allocate(uint64_t size, uint32_t replica_num,
+                                                 std::span<const std::string_view> preferred,
+                                                 std::span<const uint64_t> excluded) {
+  std::vector<Placement> out;
+  if (size == 0 || replica_num == 0) return out;
+  std::vector<uint64_t> used_ids(excluded.begin(), excluded.end());
+  const uint64_t need = Reserved(size);
+  std::shared_lock lock(map_mu_);
+  for (std::string_view name : preferred) {
+    if (out.size() >= replica_num) break;
+    auto it = by_name_.find(std::string(name));
+    if (it == by_name_.end() || Contains(used_ids, it->second->id)) continue;
+    Placement p;
+    if (TryAllocate(*it->second, size, &p)) {
+      used_ids.push_back(p.ref.segment_id);
+      out.push_back(std::move(p));
+    }
+  }
+  if (out.size() >= replica_num) return out;
+  // Candidates with enough free bytes (a cheap filter; the allocator has the last word).
+  std::vector<Segment*> candidates;
+  for (Segment* s : list_) {
+    uint64_t free = s->allocator.capacity() - s->used.load(std::memory_order_relaxed);
+    if (free >= need && !Contains(used_ids, s->id)) candidates.push_back(s);
+  }
+  while (out.size() < replica_num && !candidates.empty()) {
+    size_t i = std::uniform_int_distribution<size_t>(0, candidates.size() - 1)(Rng());
+    Placement p;
+    if (TryAllocate(*candidates[i], size, &p)) out.push_back(std::move(p));
+    candidates[i] = candidates.back();  // placed or full: not a candidate for the next replica
+    candidates.pop_back();
+  }
+  return out;
+}
+
+void SegmentRegistry::FreeLocked(Segment& s, const ReplicaRef& r, uint64_t object_size) {
+  std::lock_guard lock(s.mu);
+  s.allocator.Free(alloc::Allocation{r.offset, Reserved(object_size), r.alloc_node});
+  s.used.store(s.allocator.used_bytes(), std::memory_order_relaxed);
+  s.replicas.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void SegmentRegistry::Free(const ReplicaRef& r, uint64_t object_size) {
+  std::shared_lock lock(map_mu_);
+  auto it = by_id_.find(r.segment_id);
+  if (it != by_id_.end()) FreeLocked(*it->second, r, object_size);
+}
+
+void SegmentRegistry::FreeLater(const ReplicaRef& r, uint64_t object_size, int64_t release_at_ns) {
+  std::lock_guard lock(deferred_mu_);
+  deferred_.push_back(Deferred{r, object_size, release_at_ns});
+}
+
+size_t SegmentRegistry::ReleaseDue(int64_t now_ns) {
+  std::vector<Deferred> due;
+  {
+    std::lock_guard lock(deferred_mu_);
+    auto mid = std::partition(deferred_.begin(), deferred_.end(),
+                              [now_ns](const Deferred& d) { return d.release_at_ns > now_ns; });
+    due.assign(mid, deferred_.end());
+    deferred_.erase(mid, deferred_.end());
+  }
+  for (const Deferred& d : due) Free(d.ref, d.object_size);
+  return due.size();
+}
+
+bool SegmentRegistry::Describe(uint64_t segment_id, std::string* name,
+                               std::string* endpoint) const {
+  std::shared_lock lock(map_mu_);
+  auto it = by_id_.find(segment_id);
+  if (it == by_id_.end()) return false;
+  *name = it->second->name;
+  *endpoint = it->second->endpoint;
+  return true;
+}
+
+std::vector<SegmentStats> SegmentRegistry::Stats() const {
+  std::shared_lock lock(map_mu_);
+  std::vector<SegmentStats> out;
+  out.reserve(list_.size());
+  for (const Segment* s : list_) {
+    out.push_back(SegmentStats{s->id, s->name, s->endpoint, s->client_id, s->allocator.capacity(),
+                               s->used.load(std::memory_order_relaxed),
+                               s->replicas.load(std::memory_order_relaxed)});
+  }
+  return out;
+}
+
+PoolUsage SegmentRegistry::Usage() const {
+  std::shared_lock lock(map_mu_);
+  PoolUsage u;
+  for (const Segment* s : list_) {
+    uint64_t cap = s->allocator.capacity();
+    u.capacity += cap;
+    u.used += s->used.load(std::memory_order_relaxed);
+    u.largest_segment = std::max(u.largest_segment, cap);
+  }
+  u.segments = list_.size();
+  return u;
+}
+
+}  // namespace kvpool::master

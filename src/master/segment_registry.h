@@ -1,0 +1,132 @@
+// The mounted segments and the space inside them.
+//
+// A segment is a byte range that one client (a node, or an embedded client) contributes to the
+// pool, served at its data endpoint. The registry owns one OffsetAllocator per segment and
+// places replicas: preferred segments first, then uniformly at random among the segments that
+// have room, never two replicas of one object on the same segment.
+//
+// Segment ids are never reused within a master process, so a ReplicaRef naming an unmounted
+// segment is simply stale: Free and Describe ignore it.
+//
+// Threading: thread-safe. Lock order (outer to inner): an ObjectTable shard lock, then this
+// registry's map lock (shared for placement, frees and lookups; exclusive for mount and
+// unmount), then one segment's lock. No method calls back into the object table.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "alloc/offset_allocator.h"
+#include "kvpool/status.h"
+#include "master/object_table.h"
+
+namespace kvpool::master {
+
+// One replica placed by Allocate: its reference plus what a client needs to reach it.
+struct Placement {
+  ReplicaRef ref;
+  std::string segment_name;
+  std::string endpoint;
+};
+
+struct SegmentStats {
+  uint64_t id = 0;
+  std::string name;
+  std::string endpoint;
+  std::string client_id;
+  uint64_t capacity = 0;  // usable bytes (rounded down to the alignment)
+  uint64_t used = 0;      // reserved bytes, including space awaiting a deferred free
+  uint64_t replicas = 0;  // live allocations
+};
+
+struct PoolUsage {
+  uint64_t capacity = 0;
+  uint64_t used = 0;
+  uint64_t largest_segment = 0;  // capacity of the biggest segment
+  size_t segments = 0;
+};
+
+class SegmentRegistry {
+ public:
+  // REQUIRES: alignment is a power of two (ValidateMasterOptions checks the flag).
+  explicit SegmentRegistry(uint64_t alignment);
+  SegmentRegistry(const SegmentRegistry&) = delete;
+  SegmentRegistry& operator=(const SegmentRegistry&) = delete;
+
+  uint64_t alignment() const { return alignment_; }
+  // Bytes a replica of an object of `size` bytes reserves.
+  uint64_t Reserved(uint64_t size) const { return (size + alignment_ - 1) & ~(alignment_ - 1); }
+
+  // Mounts `size` bytes as segment `name`, owned by client `client_id` (interned as `owner`).
+  // Returns the segment id. Mounting the same name again from the same client with the same
+  // endpoint and size is OK and returns the same id (the owner handle is updated).
+  // Errors: INVALID_PARAMS (empty or over-long name, size below the alignment);
+  // SEGMENT_ALREADY_EXISTS (the name is mounted by another client, or with another endpoint or
+  // size).
+  Result<uint64_t> Mount(std::string_view name, std::string_view client_id, uint32_t owner,
+                         std::string_view endpoint, uint64_t size);
+  // Unmounts and returns the id. The caller drops the replicas that lived there.
+  // Errors: SEGMENT_NOT_FOUND; ILLEGAL_CLIENT (mounted by another client).
+  Result<uint64_t> Unmount(std::string_view name, std::string_view client_id);
+  // Unmounts every segment mounted under `owner`; returns their ids.
+  std::vector<uint64_t> UnmountOwnedBy(uint32_t owner);
+
+  // Places up to `replica_num` replicas of `size` bytes on distinct segments, none in
+  // `excluded`: segments named in `preferred` (in order) when they have room, then uniformly at
+  // random among the others that have room. Returns fewer (possibly none) when space is short.
+  std::vector<Placement> Allocate(uint64_t size, uint32_t replica_num,
+                                  std::span<const std::string_view> preferred,
+                                  std::span<const uint64_t> excluded = {});
+  // Frees one replica of an object of `object_size` bytes. A stale segment id is ignored.
+  void Free(const ReplicaRef& r, uint64_t object_size);
+  // Frees it once ReleaseDue(now_ns >= release_at_ns) runs (see put_start_release_timeout).
+  void FreeLater(const ReplicaRef& r, uint64_t object_size, int64_t release_at_ns);
+  // Performs the deferred frees that are due; returns how many.
+  size_t ReleaseDue(int64_t now_ns);
+
+  // Fills the segment's name and endpoint; false for a stale id.
+  bool Describe(uint64_t segment_id, std::string* name, std::string* endpoint) const;
+  std::vector<SegmentStats> Stats() const;
+  PoolUsage Usage() const;
+
+ private:
+  struct Segment {
+    Segment(uint64_t id, uint64_t size, uint64_t alignment) : id(id), allocator(size, alignment) {}
+    const uint64_t id;
+    std::string name, endpoint, client_id;  // immutable after mount
+    uint32_t owner = 0;                     // guarded by the registry's map lock
+    std::mutex mu;
+    alloc::OffsetAllocator allocator;  // guarded by mu
+    // Mirrors of the allocator, written under mu, read lock-free for placement and stats.
+    std::atomic<uint64_t> used{0};
+    std::atomic<uint64_t> replicas{0};
+  };
+  struct Deferred {
+    ReplicaRef ref;
+    uint64_t object_size;
+    int64_t release_at_ns;
+  };
+
+  // Tries one allocation on `s`. REQUIRES: the map lock is held (shared is enough).
+  bool TryAllocate(Segment& s, uint64_t size, Placement* out);
+  void FreeLocked(Segment& s, const ReplicaRef& r, uint64_t object_size);
+
+  const uint64_t alignment_;
+  mutable std::shared_mutex map_mu_;
+  std::unordered_map<std::string, std::unique_ptr<Segment>> by_name_;  // guarded by map_mu_
+  std::unordered_map<uint64_t, Segment*> by_id_;                       // guarded by map_mu_
+  std::vector<Segment*> list_;                                         // guarded by map_mu_
+  uint64_t next_id_ = 1;                                               // guarded by map_mu_
+  std::mutex deferred_mu_;
+  std::vector<Deferred> deferred_;  // guarded by deferred_mu_
+};
+
+}  // namespace kvpool::master

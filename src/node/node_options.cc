@@ -1,0 +1,63 @@
+#include "node/node_options.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+
+#include "common/units.h"
+#include "rpc/endpoint.h"
+
+namespace kvpool::node {
+
+void AddNodeFlags(CLI::App& app, NodeOptions& o) {
+  app.set_config("--config", "", "Read flags from an INI/TOML file (same names as the flags)");
+  app.add_option("--host", o.host, "Host or IP under which peers reach this node")
+      ->capture_default_str();
+  app.add_option("--bind_address", o.bind_address,
+                 "IP to listen on (default: --host if it is an IP, else 0.0.0.0)");
+  app.add_option("--port", o.port, "Data port (TCP)")->capture_default_str();
+  app.add_option("--master_server_address", o.master_server_address, "Master host:port")
+      ->capture_default_str();
+  app.add_option("--global_segment_size", o.global_segment_size,
+                 "DRAM this node contributes, e.g. 4GB, 512MB")
+      ->capture_default_str();
+  app.add_flag("--use_hugepage", o.use_hugepage, "Back the segment with reserved huge pages");
+  app.add_flag("--prefault", o.prefault, "Fault every page in at start");
+  app.add_option("--io_threads", o.io_threads, "Data server threads")->capture_default_str();
+  app.add_option("--heartbeat_interval_ms", o.heartbeat_interval_ms, "Ping period to the master")
+      ->capture_default_str();
+  app.add_option("--rpc_timeout_ms", o.rpc_timeout_ms, "Deadline of each call to the master")
+      ->capture_default_str();
+  app.add_option("--log_level", o.log_level, "trace, debug, info, warn, error")
+      ->capture_default_str();
+}
+
+Status ValidateNodeOptions(NodeOptions& o) {
+  auto size = ParseSize(o.global_segment_size, "--global_segment_size");
+  if (!size.ok()) return size.status();
+  if (*size == 0) {
+    return Status(ErrorCode::INVALID_PARAMS, "--global_segment_size must be larger than 0");
+  }
+  o.segment_bytes = *size;
+  auto master = rpc::ParseEndpoint(o.master_server_address, 50051, "--master_server_address");
+  if (!master.ok()) return master.status();
+  if (o.host.empty()) return Status(ErrorCode::INVALID_PARAMS, "--host must not be empty");
+  if (o.bind_address.empty()) {
+    in6_addr tmp;
+    bool is_ip = inet_pton(AF_INET, o.host.c_str(), &tmp) == 1 ||
+                 inet_pton(AF_INET6, o.host.c_str(), &tmp) == 1;
+    o.bind_address = is_ip ? o.host : "0.0.0.0";
+  }
+  auto range = [](const char* flag, int v, int lo, int hi) -> Status {
+    if (v < lo || v > hi) {
+      return Status(ErrorCode::INVALID_PARAMS,
+                    fmt::format("{}={} is out of range [{}, {}]", flag, v, lo, hi));
+    }
+    return Status::Ok();
+  };
+  KVPOOL_RETURN_IF_ERROR(range("--io_threads", o.io_threads, 1, 256));
+  KVPOOL_RETURN_IF_ERROR(range("--heartbeat_interval_ms", o.heartbeat_interval_ms, 10, 60000));
+  KVPOOL_RETURN_IF_ERROR(range("--rpc_timeout_ms", o.rpc_timeout_ms, 10, 600000));
+  return Status::Ok();
+}
+
+}  // namespace kvpool::node

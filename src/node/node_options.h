@@ -1,0 +1,35 @@
+// Options of `kvpool node`, the standalone storage process. Flag names follow Mooncake's
+// storage process so operators keep their habits.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "kvpool/status.h"
+
+namespace kvpool::node {
+
+struct NodeOptions {
+  std::string host = "127.0.0.1";  // --host: how peers and the master reach this node
+  std::string bind_address;        // --bind_address: default: --host when it is an IP, else 0.0.0.0
+  uint16_t port = 50052;           // --port: data port (TCP)
+  std::string master_server_address = "127.0.0.1:50051";  // --master_server_address
+  std::string global_segment_size = "4GB";  // --global_segment_size: DRAM served ("4GB" style)
+  bool use_hugepage = false;       // --use_hugepage: MAP_HUGETLB (reserve pages first)
+  bool prefault = false;           // --prefault: touch every page at start
+  int io_threads = 2;              // --io_threads: data server threads
+  int heartbeat_interval_ms = 1000;  // --heartbeat_interval_ms
+  int rpc_timeout_ms = 5000;       // --rpc_timeout_ms: deadline of each master call
+  std::string log_level = "info";  // --log_level
+
+  uint64_t segment_bytes = 0;      // filled by ValidateNodeOptions from global_segment_size
+};
+
+// Registers every flag above (and --config FILE, INI/TOML with the same names) on `app`.
+void AddNodeFlags(CLI::App& app, NodeOptions& o);
+// Checks ranges and parses sizes; INVALID_PARAMS naming the flag, the value and the fix.
+Status ValidateNodeOptions(NodeOptions& o);
+
+}  // namespace kvpool::node

@@ -1,0 +1,56 @@
+// Serves one segment of this process's DRAM to the pool: maps the memory, runs the data server
+// (rpc WRITE/READ) and mounts the segment at the master. Used by `kvpool node` and by an
+// embedded client that contributes memory.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/time.h"
+#include "kvpool/status.h"
+#include "master/master_client.h"
+#include "rpc/server.h"
+#include "transfer/data_service.h"
+#include "transfer/segment_table.h"
+
+namespace kvpool::node {
+
+struct SegmentHostOptions {
+  std::string bind_host = "0.0.0.0";       // address the data server listens on
+  std::string advertise_host = "127.0.0.1";  // how peers reach it; with the port, the name
+  uint16_t port = 0;                       // 0: any free port
+  uint64_t size = 0;                       // segment bytes (> 0)
+  transfer::SegmentMemoryOptions memory;
+  int io_threads = 2;
+};
+
+class SegmentHost {
+ public:
+  // Maps the segment and starts serving it (not yet mounted).
+  // Errors: INVALID_PARAMS (size 0), NO_AVAILABLE_HANDLE (mapping failed), RPC_FAIL (port taken).
+  static Result<std::unique_ptr<SegmentHost>> Start(const SegmentHostOptions& options);
+  ~SegmentHost();  // stops serving (callers unmount first)
+
+  // Mounts the segment at the master under name() for the stub's client (idempotent: used
+  // again after a master restart). Errors: as MasterClient::MountSegment.
+  Status Mount(master::MasterClient& master, Deadline deadline);
+  // Unmounts it; the master drops the objects stored in it.
+  Status Unmount(master::MasterClient& master, Deadline deadline);
+
+  // "advertise_host:port": the segment's name and data endpoint.
+  const std::string& name() const { return name_; }
+  const transfer::SegmentTable& table() const { return table_; }
+  const transfer::DataServiceCounters& counters() const { return service_.counters(); }
+  uint64_t size() const { return size_; }
+
+ private:
+  SegmentHost(const SegmentHostOptions& options);
+
+  transfer::SegmentTable table_;
+  transfer::DataService service_{&table_};
+  std::unique_ptr<rpc::Server> server_;
+  std::string name_;
+  uint64_t size_ = 0;
+};
+
+}  // namespace kvpool::node

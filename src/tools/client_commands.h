@@ -1,0 +1,23 @@
+// The CLI's client commands: put, get, exists, rm, stat. Each prints a human-readable line and
+// returns the process exit code (0 success, 1 failure with the reason on stderr, 2 bad usage).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace kvpool::tools {
+
+struct ClientCommandOptions {
+  std::string master = "127.0.0.1:50051";  // --master host:port
+  int timeout_ms = 5000;                    // --timeout_ms: deadline of each call
+  std::string key;                          // KEY argument
+  std::string path;                         // FILE argument
+  bool force = false;                       // rm --force
+};
+
+// Registers put/get/exists/rm/stat as subcommands of `app`; `exit_code` receives the result of
+// whichever ran.
+void AddClientCommands(CLI::App& app, ClientCommandOptions& options, int& exit_code);
+
+}  // namespace kvpool::tools

@@ -1,0 +1,64 @@
+// `kvpool`: one binary for every role and the client commands.
+//   kvpool master [flags]        the metadata service
+//   kvpool node [flags]          a storage node (standalone storage process)
+//   kvpool put|get|exists|rm|stat ...   client commands against a running pool
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "common/log.h"
+#include "common/signals.h"
+#include "master/master.h"
+#include "master/master_options.h"
+#include "node/node.h"
+#include "node/node_options.h"
+#include "tools/client_commands.h"
+
+int main(int argc, char** argv) {
+  // Before any thread starts, so every thread inherits the mask and main can sigwait.
+  kvpool::BlockTerminationSignals();
+  CLI::App app{"kvpool: a distributed KV-cache store for LLM inference"};
+  app.require_subcommand(1);
+  int exit_code = 0;
+
+  kvpool::master::MasterOptions master_options;
+  auto* master = app.add_subcommand("master", "Run the metadata service");
+  kvpool::master::AddMasterFlags(*master, master_options);
+
+  kvpool::node::NodeOptions node_options;
+  auto* node = app.add_subcommand("node", "Run a storage node that serves DRAM to the pool");
+  kvpool::node::AddNodeFlags(*node, node_options);
+
+  kvpool::tools::ClientCommandOptions client_options;
+  kvpool::tools::AddClientCommands(app, client_options, exit_code);
+  kvpool::InitLogging("warn", "kvpool").ok();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (master->parsed()) {
+    if (auto st = kvpool::InitLogging(master_options.log_level, "master"); !st.ok()) {
+      std::cerr << "kvpool master: " << st.ToString() << "\n";
+      return 2;
+    }
+    if (auto st = kvpool::master::ValidateMasterOptions(master_options); !st.ok()) {
+      std::cerr << "kvpool master: " << st.ToString() << "\n";
+      return 2;
+    }
+    return kvpool::master::RunMaster(master_options);
+  }
+  if (node->parsed()) {
+    if (auto st = kvpool::InitLogging(node_options.log_level, "node"); !st.ok()) {
+      std::cerr << "kvpool node: " << st.ToString() << "\n";
+      return 2;
+    }
+    if (auto st = kvpool::node::ValidateNodeOptions(node_options); !st.ok()) {
+      std::cerr << "kvpool node: " << st.ToString() << "\n";
+      return 2;
+    }
+    return kvpool::node::RunNode(node_options);
+  }
+  return exit_code;
+}

@@ -1,0 +1,86 @@
+// Test support: a whole pool (one master, N nodes) of real processes on 127.0.0.1.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kvpool/client.h"
+#include "process.h"
+
+namespace kvpool::testing {
+
+inline const std::string kBinary = KVPOOL_BINARY;
+
+class Pool {
+ public:
+  // Starts a master with `master_flags` (on a free port) and waits until it listens.
+  explicit Pool(std::vector<std::string> master_flags = {}) : master_flags_(std::move(master_flags)) {
+    master_port_ = FreePort();
+    StartMaster();
+  }
+
+  void StartMaster() {
+    std::vector<std::string> args = {"master", "--rpc_port", std::to_string(master_port_),
+                                     "--rpc_host", "127.0.0.1"};
+    args.insert(args.end(), master_flags_.begin(), master_flags_.end());
+    master_ = std::make_unique<Process>(kBinary, args, "master");
+    if (!WaitForPort(master_port_, std::chrono::seconds(20))) {
+      ADD_FAILURE() << "master did not start:\n" << master_->Log();
+    }
+  }
+
+  // Starts a node serving `size` ("64MB") and waits until its segment is mounted.
+  Process& AddNode(const std::string& size, std::vector<std::string> flags = {}) {
+    uint16_t port = FreePort();
+    std::vector<std::string> args = {"node",           "--host",
+                                     "127.0.0.1",      "--port",
+                                     std::to_string(port), "--master_server_address",
+                                     master_address(), "--global_segment_size",
+                                     size};
+    args.insert(args.end(), flags.begin(), flags.end());
+    nodes_.push_back(std::make_unique<Process>(kBinary, args, "node"));
+    node_ports_.push_back(port);
+    size_t want = nodes_.size();
+    if (!WaitForSegments(want)) ADD_FAILURE() << "node did not mount:\n" << nodes_.back()->Log();
+    return *nodes_.back();
+  }
+
+  // True once the master lists `n` segments (within 20 s).
+  bool WaitForSegments(size_t n) {
+    auto c = NewClient();
+    if (c == nullptr) return false;
+    for (int i = 0; i < 400; ++i) {
+      auto s = c->Stat();
+      if (s.ok() && s->segments.size() == n) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
+  std::unique_ptr<Client> NewClient(ClientOptions o = {}) {
+    o.master_server_address = master_address();
+    auto c = Client::Setup(o);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return c.ok() ? std::move(c).value() : nullptr;
+  }
+
+  std::string master_address() const { return "127.0.0.1:" + std::to_string(master_port_); }
+  std::string node_segment(size_t i) const {
+    return "127.0.0.1:" + std::to_string(node_ports_[i]);
+  }
+  Process& master() { return *master_; }
+  Process& node(size_t i) { return *nodes_[i]; }
+  void KillMaster() { master_.reset(); }
+
+ private:
+  std::vector<std::string> master_flags_;
+  uint16_t master_port_;
+  std::unique_ptr<Process> master_;
+  std::vector<std::unique_ptr<Process>> nodes_;
+  std::vector<uint16_t> node_ports_;
+};
+
+}  // namespace kvpool::testing
