@@ -54,9 +54,9 @@ struct ClientOptions {
 
 // How to place the replicas of objects being put.
 struct ReplicateConfig {
-  size_t replica_num = 1;                     // replicas on distinct segments, best effort
-  bool with_soft_pin = false;                 // evicted last
-  bool with_hard_pin = false;                 // never evicted
+  size_t replica_num = 1;                       // replicas on distinct segments, best effort
+  bool with_soft_pin = false;                   // evicted last
+  bool with_hard_pin = false;                   // never evicted
   std::vector<std::string> preferred_segments;  // segment names ("host:port") tried first
   bool prefer_alloc_in_same_node = false;
 };

@@ -17,40 +17,40 @@ namespace kvpool {
 
 enum class ErrorCode : int32_t {
   OK = 0,
-  INTERNAL_ERROR = -1,             // [no-retry] a bug or broken invariant; see the log.
-  BUFFER_OVERFLOW = -10,           // [no-retry] destination buffer smaller than the object.
-  SHARD_INDEX_OUT_OF_RANGE = -100, // [no-retry]
-  SEGMENT_NOT_FOUND = -101,        // [redo] the segment was unmounted (its node left).
-  SEGMENT_ALREADY_EXISTS = -102,   // [no-retry] a segment with that name is mounted.
-  CLIENT_NOT_FOUND = -103,         // [redo] master does not know the client (expired/restarted).
-  NO_AVAILABLE_HANDLE = -200,      // [retry] no space, nothing evictable right now.
-  INVALID_VERSION = -300,          // [no-retry] protocol version mismatch between peers.
-  INVALID_KEY = -400,              // [no-retry] empty or over-long key.
-  WRITE_FAIL = -500,               // [redo]
-  INVALID_PARAMS = -600,           // [no-retry] bad argument; the message names it.
-  ILLEGAL_CLIENT = -601,           // [no-retry] caller may not do this (e.g. not the writer).
-  INVALID_WRITE = -700,            // [no-retry] write outside a segment or registered region.
-  INVALID_READ = -701,             // [no-retry] read outside a segment or registered region.
-  INVALID_REPLICA = -702,          // [redo]
-  REPLICA_IS_NOT_READY = -703,     // [retry] object is still being written.
-  OBJECT_NOT_FOUND = -704,         // [no-retry] no such key (or not complete).
-  OBJECT_ALREADY_EXISTS = -705,    // [no-retry]
-  OBJECT_HAS_LEASE = -706,         // [retry] object is leased by a reader; use force or wait.
-  LEASE_EXPIRED = -707,            // [redo] the transfer outlived its read lease.
-  REPLICA_NOT_FOUND = -710,        // [redo]
-  REPLICA_IS_GONE = -712,          // [redo]
-  TRANSFER_FAIL = -800,            // [redo] the byte transfer with a node failed.
-  CHECKSUM_MISMATCH = -801,        // [redo] bytes read do not match the object's checksum.
-  RPC_FAIL = -900,                 // [retry] peer unreachable or connection broken.
-  RPC_TIMEOUT = -901,              // [retry] the call's deadline passed.
+  INTERNAL_ERROR = -1,              // [no-retry] a bug or broken invariant; see the log.
+  BUFFER_OVERFLOW = -10,            // [no-retry] destination buffer smaller than the object.
+  SHARD_INDEX_OUT_OF_RANGE = -100,  // [no-retry]
+  SEGMENT_NOT_FOUND = -101,         // [redo] the segment was unmounted (its node left).
+  SEGMENT_ALREADY_EXISTS = -102,    // [no-retry] a segment with that name is mounted.
+  CLIENT_NOT_FOUND = -103,          // [redo] master does not know the client (expired/restarted).
+  NO_AVAILABLE_HANDLE = -200,       // [retry] no space, nothing evictable right now.
+  INVALID_VERSION = -300,           // [no-retry] protocol version mismatch between peers.
+  INVALID_KEY = -400,               // [no-retry] empty or over-long key.
+  WRITE_FAIL = -500,                // [redo]
+  INVALID_PARAMS = -600,            // [no-retry] bad argument; the message names it.
+  ILLEGAL_CLIENT = -601,            // [no-retry] caller may not do this (e.g. not the writer).
+  INVALID_WRITE = -700,             // [no-retry] write outside a segment or registered region.
+  INVALID_READ = -701,              // [no-retry] read outside a segment or registered region.
+  INVALID_REPLICA = -702,           // [redo]
+  REPLICA_IS_NOT_READY = -703,      // [retry] object is still being written.
+  OBJECT_NOT_FOUND = -704,          // [no-retry] no such key (or not complete).
+  OBJECT_ALREADY_EXISTS = -705,     // [no-retry]
+  OBJECT_HAS_LEASE = -706,          // [retry] object is leased by a reader; use force or wait.
+  LEASE_EXPIRED = -707,             // [redo] the transfer outlived its read lease.
+  REPLICA_NOT_FOUND = -710,         // [redo]
+  REPLICA_IS_GONE = -712,           // [redo]
+  TRANSFER_FAIL = -800,             // [redo] the byte transfer with a node failed.
+  CHECKSUM_MISMATCH = -801,         // [redo] bytes read do not match the object's checksum.
+  RPC_FAIL = -900,                  // [retry] peer unreachable or connection broken.
+  RPC_TIMEOUT = -901,               // [retry] the call's deadline passed.
   UNAVAILABLE_IN_CURRENT_STATUS = -1010,  // [retry] e.g. client not set up, node draining.
   UNAVAILABLE_IN_CURRENT_MODE = -1011,    // [no-retry]
-  NOT_SUPPORTED = -1012,           // [no-retry]
-  FILE_NOT_FOUND = -1100,          // [no-retry]
-  FILE_OPEN_FAIL = -1101,          // [no-retry]
-  FILE_READ_FAIL = -1102,          // [no-retry]
-  FILE_WRITE_FAIL = -1103,         // [no-retry]
-  TENANT_QUOTA_EXCEEDED = -1700,   // [retry]
+  NOT_SUPPORTED = -1012,                  // [no-retry]
+  FILE_NOT_FOUND = -1100,                 // [no-retry]
+  FILE_OPEN_FAIL = -1101,                 // [no-retry]
+  FILE_READ_FAIL = -1102,                 // [no-retry]
+  FILE_WRITE_FAIL = -1103,                // [no-retry]
+  TENANT_QUOTA_EXCEEDED = -1700,          // [retry]
 };
 
 // The enum's name ("OBJECT_NOT_FOUND"); "UNKNOWN_ERROR(<n>)" for a number not in the enum.
@@ -85,7 +85,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {}  // NOLINT(google-explicit-constructor)
   Result(ErrorCode code, std::string message) : v_(Status(code, std::move(message))) {}
 
@@ -107,8 +107,8 @@ class [[nodiscard]] Result {
 }  // namespace kvpool
 
 // Returns the Status of `expr` from the enclosing function when it is not OK.
-#define KVPOOL_RETURN_IF_ERROR(expr)            \
-  do {                                          \
-    ::kvpool::Status _kv_st = (expr);           \
-    if (!_kv_st.ok()) return _kv_st;            \
+#define KVPOOL_RETURN_IF_ERROR(expr)  \
+  do {                                \
+    ::kvpool::Status _kv_st = (expr); \
+    if (!_kv_st.ok()) return _kv_st;  \
   } while (0)

@@ -28,7 +28,7 @@ TEST(BufferRegistryTest, ReRegisterAndUnregister) {
   std::vector<char> mem(100);
   BufferRegistry r;
   ASSERT_TRUE(r.Register(mem.data(), 50).ok());
-  ASSERT_TRUE(r.Register(mem.data(), 100).ok());  // same start again: harmless, keeps larger
+  ASSERT_TRUE(r.Register(mem.data(), 100).ok());      // same start again: harmless, keeps larger
   ASSERT_TRUE(r.Register(mem.data() + 10, 20).ok());  // overlapping: harmless
   EXPECT_TRUE(r.Check(mem.data() + 60, 40, "k").ok());
   EXPECT_TRUE(r.Unregister(mem.data()).ok());

@@ -18,8 +18,7 @@ Result<std::unique_ptr<Client>> Client::Setup(const ClientOptions& options) {
 namespace client {
 
 template <typename Ptr>
-std::vector<Buffers> ToBuffers(const BufferRegistry& registry,
-                               const std::vector<std::string>& keys,
+std::vector<Buffers> ToBuffers(const BufferRegistry& registry, const std::vector<std::string>& keys,
                                const std::vector<std::vector<Ptr>>& ptrs,
                                const std::vector<std::vector<size_t>>& sizes,
                                std::vector<Status>& errors) {
@@ -34,9 +33,9 @@ std::vector<Buffers> ToBuffers(const BufferRegistry& registry,
   }
   for (size_t i = 0; i < keys.size(); ++i) {
     if (ptrs[i].size() != sizes[i].size()) {
-      errors[i] = Status(ErrorCode::INVALID_PARAMS,
-                         fmt::format("key={}: {} buffers but {} sizes", keys[i], ptrs[i].size(),
-                                     sizes[i].size()));
+      errors[i] = Status(
+          ErrorCode::INVALID_PARAMS,
+          fmt::format("key={}: {} buffers but {} sizes", keys[i], ptrs[i].size(), sizes[i].size()));
       continue;
     }
     for (size_t j = 0; j < ptrs[i].size() && errors[i].ok(); ++j) {
@@ -89,8 +88,9 @@ Status ClientImpl::Init() {
     local_ = std::make_unique<transfer::LocalTransport>(&host_->table());
     KVPOOL_RETURN_IF_ERROR(host_->Mount(*master_, RpcDeadline()));
   }
-  heartbeat_ = std::make_unique<node::Heartbeat>(master_.get(), options_.heartbeat_interval, options_.rpc_timeout,
-                                                 [this] { MountOwnSegment(); });
+  heartbeat_ =
+      std::make_unique<node::Heartbeat>(master_.get(), options_.heartbeat_interval,
+                                        options_.rpc_timeout, [this] { MountOwnSegment(); });
   heartbeat_->Start();
   return Status::Ok();
 }

@@ -96,8 +96,7 @@ class ClientImpl : public Client {
 // Validates parallel vectors and turns (ptrs, sizes) into per-object Buffers checked against
 // the registry. Per-object failures land in `errors` (OK where usable).
 template <typename Ptr>
-std::vector<Buffers> ToBuffers(const BufferRegistry& registry,
-                               const std::vector<std::string>& keys,
+std::vector<Buffers> ToBuffers(const BufferRegistry& registry, const std::vector<std::string>& keys,
                                const std::vector<std::vector<Ptr>>& ptrs,
                                const std::vector<std::vector<size_t>>& sizes,
                                std::vector<Status>& errors);

@@ -23,9 +23,7 @@ std::vector<Result<uint64_t>> ClientImpl::GetBatch(const std::vector<std::string
                                                    const std::vector<Buffers>& dests) {
   std::vector<Status> status(keys.size());
   std::vector<Result<uint64_t>> results(keys.size(), Status(ErrorCode::INTERNAL_ERROR, ""));
-  auto fail_all = [&](const Status& st) {
-    return std::vector<Result<uint64_t>>(keys.size(), st);
-  };
+  auto fail_all = [&](const Status& st) { return std::vector<Result<uint64_t>>(keys.size(), st); };
   if (Status st = CheckOpen(); !st.ok()) return fail_all(st);
   std::vector<std::string> wanted;
   std::vector<size_t> sent;
@@ -67,17 +65,17 @@ std::vector<Result<uint64_t>> ClientImpl::GetBatch(const std::vector<std::string
     }
     uint64_t room = TotalLength(dests[i]);
     if (loc.size() > room) {
-      status[i] = Status(ErrorCode::BUFFER_OVERFLOW,
-                         fmt::format("key={} is {} bytes; the buffer holds {}", keys[i],
-                                     loc.size(), room));
+      status[i] =
+          Status(ErrorCode::BUFFER_OVERFLOW,
+                 fmt::format("key={} is {} bytes; the buffer holds {}", keys[i], loc.size(), room));
       continue;
     }
     sizes[i] = loc.size();
     status[i] = plan.Add(i, PickReplica(loc, own), Prefix(dests[i], loc.size()));
   }
-  plan.Run(/*write=*/false, [this](const std::string& s) -> transfer::Transport& {
-    return TransportFor(s);
-  }, TransferDeadline(), status);
+  plan.Run(/*write=*/false,
+           [this](const std::string& s) -> transfer::Transport& { return TransportFor(s); },
+           TransferDeadline(), status);
 
   const bool lease_expired =
       !sent.empty() && Clock::now() > asked + Millis(located->lease_ttl_ms());

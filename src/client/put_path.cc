@@ -32,8 +32,8 @@ std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
   std::vector<Status> results(keys.size());
   if (Status st = CheckOpen(); !st.ok()) return std::vector<Status>(keys.size(), st);
   if (config.replica_num == 0) {
-    return std::vector<Status>(
-        keys.size(), Status(ErrorCode::INVALID_PARAMS, "replica_num must be at least 1"));
+    return std::vector<Status>(keys.size(),
+                               Status(ErrorCode::INVALID_PARAMS, "replica_num must be at least 1"));
   }
   std::vector<master::MasterClient::PutItem> items;
   std::vector<size_t> sent;
@@ -78,9 +78,9 @@ std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
       }
     }
   }
-  plan.Run(/*write=*/true, [this](const std::string& s) -> transfer::Transport& {
-    return TransportFor(s);
-  }, TransferDeadline(), results);
+  plan.Run(/*write=*/true,
+           [this](const std::string& s) -> transfer::Transport& { return TransportFor(s); },
+           TransferDeadline(), results);
 
   std::vector<std::string> commit_keys, revoke_keys;
   std::vector<size_t> committed;

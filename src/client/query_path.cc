@@ -95,7 +95,8 @@ std::vector<Status> ClientImpl::BatchRemove(const std::vector<std::string>& keys
   std::vector<size_t> sent;
   if (Status st = CheckOpen(); !st.ok()) return std::vector<Status>(keys.size(), st);
   auto valid = ValidKeys(keys, status, sent);
-  if (!sent.empty()) SpreadCodes(master_->Remove(valid, force, RpcDeadline()), sent, status, nullptr);
+  if (!sent.empty())
+    SpreadCodes(master_->Remove(valid, force, RpcDeadline()), sent, status, nullptr);
   return status;
 }
 
@@ -115,8 +116,8 @@ Result<PoolStat> ClientImpl::Stat() {
   s.client_count = r->client_count();
   s.evicted_total = r->evicted_total();
   for (const auto& seg : r->segments()) {
-    s.segments.push_back({seg.segment_name(), seg.endpoint(), seg.size(), seg.used(),
-                          seg.object_count()});
+    s.segments.push_back(
+        {seg.segment_name(), seg.endpoint(), seg.size(), seg.used(), seg.object_count()});
   }
   return s;
 }

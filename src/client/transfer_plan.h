@@ -34,8 +34,8 @@ class TransferPlan {
     for (auto& [name, moves] : segments_) {
       transfer::SegmentRanges where{&name, &moves.endpoint, moves.ranges};
       transfer::Transport& t = transport_for(name);
-      Status st = write ? t.Write(where, moves.memory, deadline)
-                        : t.Read(where, moves.memory, deadline);
+      Status st =
+          write ? t.Write(where, moves.memory, deadline) : t.Read(where, moves.memory, deadline);
       if (st.ok()) continue;
       for (size_t i : moves.objects) {
         if (per_object[i].ok()) per_object[i] = st;

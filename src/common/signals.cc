@@ -1,7 +1,8 @@
 #include "common/signals.h"
 
-#include <csignal>
 #include <pthread.h>
+
+#include <csignal>
 
 namespace kvpool {
 namespace {

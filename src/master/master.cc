@@ -38,7 +38,11 @@ Status Master::Start() {
     started_ = true;
   }
   Status st = server_->Start();
-  if (!st.ok()) return st;
+  if (!st.ok()) {
+    std::lock_guard lock(mu_);
+    started_ = false;  // a later Start may try again
+    return st;
+  }
   housekeeper_ = std::thread([this] { HousekeepingLoop(); });
   return Status::Ok();
 }

@@ -27,7 +27,8 @@ class Master {
   // Binds the RPC port and starts the server threads and the housekeeping thread (which calls
   // MasterCore::Housekeeping every options.housekeeping_interval).
   // Errors: RPC_FAIL naming the address when the port is taken; INVALID_PARAMS for a host that
-  // is not an IP address; UNAVAILABLE_IN_CURRENT_STATUS when already started.
+  // is not an IP address; UNAVAILABLE_IN_CURRENT_STATUS when already started (a failed Start
+  // may be retried).
   Status Start();
   // Stops serving, joins every thread. Idempotent; safe without Start().
   void Stop();

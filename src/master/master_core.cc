@@ -159,7 +159,7 @@ rpc::PutStartResult MasterCore::PutOne(const rpc::PutItem& item, const PutContex
     if (r.objects == 0) *may_evict = false;
   }
   SetResult(&out, ErrorCode::NO_AVAILABLE_HANDLE,
-            fmt::format("key={} size={}: no segment has room (nothing evictable)", item.key(),
+            fmt::format("key={} size={}: no segment has room, even after eviction", item.key(),
                         item.size()));
   spdlog::warn("put start key={} error={}", item.key(),
                ErrorCodeName(static_cast<ErrorCode>(out.code())));

@@ -1,7 +1,9 @@
 #include "master/object_table.h"
 
 #include <gtest/gtest.h>
+#include <malloc.h>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -102,6 +104,37 @@ TEST(ObjectTableTest, EraseIfKeepsPendingIndexConsistent) {
   }
   EXPECT_EQ(erased + pending_left, 200u);
   EXPECT_EQ(t.size(), pending_left);
+}
+
+// The budget: <= 128 bytes of metadata per object plus the key's bytes (measured with 80-byte
+// keys, the size SGLang uses, and one replica).
+TEST(ObjectTableTest, MemoryPerObjectWithinBudget) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "ASan's allocator does not report through mallinfo2";
+#endif
+  constexpr size_t kN = 200000, kKeyBytes = 80;
+  std::vector<std::string> keys;
+  keys.reserve(kN);
+  for (size_t i = 0; i < kN; ++i) {
+    std::string k = std::to_string(i);
+    keys.push_back(std::string(kKeyBytes - k.size(), 'k') + k);
+  }
+  auto heap = [] {
+    struct mallinfo2 m = mallinfo2();
+    return m.uordblks + m.hblkhd;
+  };
+  size_t before = heap();
+  ObjectTable t;
+  ReplicaRef rep{1, 0, 0, 0};
+  for (const auto& k : keys) {
+    ObjectPtr o = Object::Create(k, 4096, {&rep, 1});
+    o->state = ObjectState::kComplete;
+    t.Lock(k)->Insert(std::move(o));
+  }
+  double per_object = static_cast<double>(heap() - before) / kN;
+  EXPECT_LE(per_object, 128.0 + kKeyBytes) << per_object;
+  RecordProperty("bytes_per_object", std::to_string(per_object));
+  std::printf("metadata per object with an 80-byte key: %.1f bytes\n", per_object);
 }
 
 }  // namespace

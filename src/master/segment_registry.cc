@@ -43,11 +43,11 @@ Result<uint64_t> SegmentRegistry::Mount(std::string_view name, std::string_view 
       return Status(ErrorCode::SEGMENT_ALREADY_EXISTS,
                     fmt::format("segment={} is mounted by client={}", name, s.client_id));
     }
-    if (s.endpoint != endpoint || s.allocator.capacity() != (size & ~(alignment_ - 1))) {
+    if (s.endpoint != endpoint || s.capacity != (size & ~(alignment_ - 1))) {
       return Status(ErrorCode::SEGMENT_ALREADY_EXISTS,
                     fmt::format("segment={} is mounted with endpoint={} size={}; unmount it "
                                 "before mounting endpoint={} size={}",
-                                name, s.endpoint, s.allocator.capacity(), endpoint, size));
+                                name, s.endpoint, s.capacity, endpoint, size));
     }
     s.owner = owner;
     return s.id;
@@ -133,7 +133,7 @@ std::vector<Placement> SegmentRegistry::Allocate(uint64_t size, uint32_t replica
   // Candidates with enough free bytes (a cheap filter; the allocator has the last word).
   std::vector<Segment*> candidates;
   for (Segment* s : list_) {
-    uint64_t free = s->allocator.capacity() - s->used.load(std::memory_order_relaxed);
+    uint64_t free = s->capacity - s->used.load(std::memory_order_relaxed);
     if (free >= need && !Contains(used_ids, s->id)) candidates.push_back(s);
   }
   while (out.size() < replica_num && !candidates.empty()) {
@@ -192,7 +192,7 @@ std::vector<SegmentStats> SegmentRegistry::Stats() const {
   std::vector<SegmentStats> out;
   out.reserve(list_.size());
   for (const Segment* s : list_) {
-    out.push_back(SegmentStats{s->id, s->name, s->endpoint, s->client_id, s->allocator.capacity(),
+    out.push_back(SegmentStats{s->id, s->name, s->endpoint, s->client_id, s->capacity,
                                s->used.load(std::memory_order_relaxed),
                                s->replicas.load(std::memory_order_relaxed)});
   }
@@ -203,7 +203,7 @@ PoolUsage SegmentRegistry::Usage() const {
   std::shared_lock lock(map_mu_);
   PoolUsage u;
   for (const Segment* s : list_) {
-    uint64_t cap = s->allocator.capacity();
+    uint64_t cap = s->capacity;
     u.capacity += cap;
     u.used += s->used.load(std::memory_order_relaxed);
     u.largest_segment = std::max(u.largest_segment, cap);

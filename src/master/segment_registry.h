@@ -99,12 +99,14 @@ class SegmentRegistry {
 
  private:
   struct Segment {
-    Segment(uint64_t id, uint64_t size, uint64_t alignment) : id(id), allocator(size, alignment) {}
+    Segment(uint64_t id, uint64_t size, uint64_t alignment)
+        : id(id), allocator(size, alignment), capacity(allocator.capacity()) {}
     const uint64_t id;
     std::string name, endpoint, client_id;  // immutable after mount
     uint32_t owner = 0;                     // guarded by the registry's map lock
     std::mutex mu;
     alloc::OffsetAllocator allocator;  // guarded by mu
+    const uint64_t capacity;           // allocator.capacity(), readable without mu
     // Mirrors of the allocator, written under mu, read lock-free for placement and stats.
     std::atomic<uint64_t> used{0};
     std::atomic<uint64_t> replicas{0};

@@ -13,7 +13,9 @@ Heartbeat::Heartbeat(master::MasterClient* master, Clock::duration interval,
 
 Heartbeat::~Heartbeat() { Stop(); }
 
-void Heartbeat::Start() { thread_ = std::thread([this] { Run(); }); }
+void Heartbeat::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
 
 void Heartbeat::Stop() {
   {

@@ -29,9 +29,9 @@ Result<std::unique_ptr<Node>> Node::Start(const NodeOptions& options) {
   if (!host.ok()) return host.status();
   node->host_ = std::move(host).value();
   node->Mount();
-  node->heartbeat_ = std::make_unique<Heartbeat>(
-      node->master_.get(), Millis(options.heartbeat_interval_ms),
-      Millis(options.rpc_timeout_ms), [n = node.get()] { n->Mount(); });
+  node->heartbeat_ =
+      std::make_unique<Heartbeat>(node->master_.get(), Millis(options.heartbeat_interval_ms),
+                                  Millis(options.rpc_timeout_ms), [n = node.get()] { n->Mount(); });
   node->heartbeat_->Start();
   return node;
 }

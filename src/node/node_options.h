@@ -3,7 +3,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <string>
 
@@ -17,14 +16,14 @@ struct NodeOptions {
   uint16_t port = 50052;           // --port: data port (TCP)
   std::string master_server_address = "127.0.0.1:50051";  // --master_server_address
   std::string global_segment_size = "4GB";  // --global_segment_size: DRAM served ("4GB" style)
-  bool use_hugepage = false;       // --use_hugepage: MAP_HUGETLB (reserve pages first)
-  bool prefault = false;           // --prefault: touch every page at start
-  int io_threads = 2;              // --io_threads: data server threads
-  int heartbeat_interval_ms = 1000;  // --heartbeat_interval_ms
-  int rpc_timeout_ms = 5000;       // --rpc_timeout_ms: deadline of each master call
-  std::string log_level = "info";  // --log_level
+  bool use_hugepage = false;                // --use_hugepage: MAP_HUGETLB (reserve pages first)
+  bool prefault = false;                    // --prefault: touch every page at start
+  int io_threads = 2;                       // --io_threads: data server threads
+  int heartbeat_interval_ms = 1000;         // --heartbeat_interval_ms
+  int rpc_timeout_ms = 5000;                // --rpc_timeout_ms: deadline of each master call
+  std::string log_level = "info";           // --log_level
 
-  uint64_t segment_bytes = 0;      // filled by ValidateNodeOptions from global_segment_size
+  uint64_t segment_bytes = 0;  // filled by ValidateNodeOptions from global_segment_size
 };
 
 // Registers every flag above (and --config FILE, INI/TOML with the same names) on `app`.

@@ -24,8 +24,8 @@ Result<std::unique_ptr<SegmentHost>> SegmentHost::Start(const SegmentHostOptions
   host->server_ = std::make_unique<rpc::Server>(so, &host->service_);
   KVPOOL_RETURN_IF_ERROR(host->server_->Start());
   host->name_ = options.advertise_host + ":" + std::to_string(host->server_->port());
-  KVPOOL_RETURN_IF_ERROR(
-      host->table_.Add(host->name_, std::shared_ptr<transfer::SegmentMemory>(std::move(memory).value())));
+  KVPOOL_RETURN_IF_ERROR(host->table_.Add(
+      host->name_, std::shared_ptr<transfer::SegmentMemory>(std::move(memory).value())));
   spdlog::info("serving segment={} size={} on {}:{}", host->name_, FormatSize(options.size),
                options.bind_host, host->server_->port());
   return host;

@@ -16,10 +16,10 @@
 namespace kvpool::node {
 
 struct SegmentHostOptions {
-  std::string bind_host = "0.0.0.0";       // address the data server listens on
+  std::string bind_host = "0.0.0.0";         // address the data server listens on
   std::string advertise_host = "127.0.0.1";  // how peers reach it; with the port, the name
-  uint16_t port = 0;                       // 0: any free port
-  uint64_t size = 0;                       // segment bytes (> 0)
+  uint16_t port = 0;                         // 0: any free port
+  uint64_t size = 0;                         // segment bytes (> 0)
   transfer::SegmentMemoryOptions memory;
   int io_threads = 2;
 };

@@ -1,5 +1,6 @@
 #include "rpc/connection.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -10,7 +11,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <vector>
 
 namespace kvpool::rpc {
@@ -21,13 +21,15 @@ Status WaitFd(int fd, short events, Deadline deadline, const Endpoint& ep) {
   for (;;) {
     int64_t left = MillisLeft(deadline);
     if (left <= 0) {
-      return Status(ErrorCode::RPC_TIMEOUT, fmt::format("deadline passed talking to {}", ep.ToString()));
+      return Status(ErrorCode::RPC_TIMEOUT,
+                    fmt::format("deadline passed talking to {}", ep.ToString()));
     }
     pollfd p{fd, events, 0};
     int rc = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
     if (rc > 0) return Status::Ok();
     if (rc < 0 && errno != EINTR) {
-      return Status(ErrorCode::RPC_FAIL, fmt::format("poll on {}: {}", ep.ToString(), strerror(errno)));
+      return Status(ErrorCode::RPC_FAIL,
+                    fmt::format("poll on {}: {}", ep.ToString(), strerror(errno)));
     }
   }
 }
@@ -225,10 +227,10 @@ Status Connection::Call(Method method, const google::protobuf::MessageLite& requ
   auto rh = DecodeFrameHeader(rheader, limits_);
   if (!rh.ok()) return Fail(rh.status());
   if (rh->base_method() != h.method || rh->request_id != h.request_id || !rh->is_response()) {
-    return Fail(Status(ErrorCode::RPC_FAIL,
-                       fmt::format("{} answered request {} method {} with request {} method {}",
-                                   endpoint_.ToString(), h.request_id, h.method,
-                                   rh->request_id, rh->method)));
+    return Fail(Status(
+        ErrorCode::RPC_FAIL,
+        fmt::format("{} answered request {} method {} with request {} method {}",
+                    endpoint_.ToString(), h.request_id, h.method, rh->request_id, rh->method)));
   }
   meta_buf_.resize(rh->meta_len);
   iovec mv{meta_buf_.data(), meta_buf_.size()};

@@ -9,8 +9,7 @@ ConnectionPool::Lease::~Lease() {
   if (pool_ != nullptr && conn_ != nullptr && !conn_->broken()) pool_->Return(std::move(conn_));
 }
 
-Result<ConnectionPool::Lease> ConnectionPool::Acquire(const Endpoint& endpoint,
-                                                      Deadline deadline) {
+Result<ConnectionPool::Lease> ConnectionPool::Acquire(const Endpoint& endpoint, Deadline deadline) {
   const std::string key = endpoint.ToString();
   for (;;) {
     std::unique_ptr<Connection> conn;

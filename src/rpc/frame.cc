@@ -9,7 +9,8 @@ namespace {
 
 template <typename T>
 void Put(uint8_t* p, T v) {
-  for (size_t i = 0; i < sizeof(T); ++i) p[i] = static_cast<uint8_t>(static_cast<uint64_t>(v) >> (8 * i));
+  for (size_t i = 0; i < sizeof(T); ++i)
+    p[i] = static_cast<uint8_t>(static_cast<uint64_t>(v) >> (8 * i));
 }
 
 template <typename T>
@@ -46,9 +47,8 @@ Result<FrameHeader> DecodeFrameHeader(const uint8_t in[kFrameHeaderBytes],
   h.status = static_cast<int32_t>(Get<uint32_t>(in + 20));
   h.payload_len = Get<uint64_t>(in + 24);
   if (h.meta_len > limits.max_meta_bytes) {
-    return Status(ErrorCode::INVALID_PARAMS,
-                  fmt::format("frame meta_len={} exceeds the limit {}", h.meta_len,
-                              limits.max_meta_bytes));
+    return Status(ErrorCode::INVALID_PARAMS, fmt::format("frame meta_len={} exceeds the limit {}",
+                                                         h.meta_len, limits.max_meta_bytes));
   }
   if (h.payload_len > limits.max_payload_bytes) {
     return Status(ErrorCode::INVALID_PARAMS,

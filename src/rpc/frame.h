@@ -24,8 +24,8 @@ inline constexpr uint16_t kResponseBit = 0x8000;
 inline constexpr size_t kFrameHeaderBytes = 32;
 
 struct FrameLimits {
-  uint32_t max_meta_bytes = 64u << 20;        // 64 MiB: ~16k keys of 4 KiB
-  uint64_t max_payload_bytes = 16ull << 30;   // 16 GiB: one batch of large pages
+  uint32_t max_meta_bytes = 64u << 20;       // 64 MiB: ~16k keys of 4 KiB
+  uint64_t max_payload_bytes = 16ull << 30;  // 16 GiB: one batch of large pages
 };
 
 struct FrameHeader {

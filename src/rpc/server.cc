@@ -1,10 +1,10 @@
 #include "rpc/server.h"
 
-#include <asio/experimental/as_tuple.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <array>
+#include <asio/experimental/as_tuple.hpp>
 
 #include "rpc/kvpool.pb.h"
 
@@ -76,9 +76,9 @@ Status Server::Start() {
   asio::error_code ec;
   auto addr = asio::ip::make_address(options_.host, ec);
   if (ec) {
-    return Status(ErrorCode::INVALID_PARAMS,
-                  fmt::format("{}: bind address '{}' is not an IP address", options_.name,
-                              options_.host));
+    return Status(
+        ErrorCode::INVALID_PARAMS,
+        fmt::format("{}: bind address '{}' is not an IP address", options_.name, options_.host));
   }
   asio::ip::tcp::endpoint ep(addr, options_.port);
   acceptor_.open(ep.protocol(), ec);
@@ -86,9 +86,8 @@ Status Server::Start() {
   if (!ec) acceptor_.bind(ep, ec);
   if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
-    return Status(ErrorCode::RPC_FAIL, fmt::format("{}: cannot listen on {}:{}: {}",
-                                                   options_.name, options_.host, options_.port,
-                                                   ec.message()));
+    return Status(ErrorCode::RPC_FAIL, fmt::format("{}: cannot listen on {}:{}: {}", options_.name,
+                                                   options_.host, options_.port, ec.message()));
   }
   bound_port_ = acceptor_.local_endpoint().port();
   asio::co_spawn(io_, AcceptLoop(), asio::detached);
@@ -167,8 +166,8 @@ asio::awaitable<bool> Server::Handshake(asio::ip::tcp::socket& socket, const Fra
     co_return false;
   }
   if (h.version != kProtocolVersion || hello.protocol_version() != kProtocolVersion) {
-    std::string msg = fmt::format("{} speaks protocol version {}, peer {} speaks {}",
-                                  options_.name, kProtocolVersion, peer, h.version);
+    std::string msg = fmt::format("{} speaks protocol version {}, peer {} speaks {}", options_.name,
+                                  kProtocolVersion, peer, h.version);
     spdlog::warn("{}: closing connection: {}", options_.name, msg);
     co_await SendReply(socket, h, Reply::Error(Status(ErrorCode::INVALID_VERSION, msg)));
     co_return false;
@@ -196,7 +195,8 @@ asio::awaitable<void> Server::Serve(asio::ip::tcp::socket socket) {
     }
     auto h = DecodeFrameHeader(hb, options_.limits);
     if (!h.ok()) {
-      spdlog::warn("{}: closing connection from {}: {}", options_.name, peer, h.status().ToString());
+      spdlog::warn("{}: closing connection from {}: {}", options_.name, peer,
+                   h.status().ToString());
       co_return;
     }
     // Once a frame has started it must be read, handled and answered within frame_timeout.
@@ -216,7 +216,8 @@ asio::awaitable<void> Server::Serve(asio::ip::tcp::socket socket) {
       co_return;
     }
     if (h->is_response()) {
-      spdlog::warn("{}: closing connection from {}: unexpected response frame", options_.name, peer);
+      spdlog::warn("{}: closing connection from {}: unexpected response frame", options_.name,
+                   peer);
       co_return;
     }
     if (!greeted) {

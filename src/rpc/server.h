@@ -6,17 +6,16 @@
 // server keeps serving every other connection.
 #pragma once
 
-#include <asio.hpp>
+#include <google/protobuf/message_lite.h>
 
+#include <asio.hpp>
 #include <atomic>
-#include <memory>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
-
-#include <google/protobuf/message_lite.h>
 
 #include "common/time.h"
 #include "kvpool/status.h"
@@ -72,10 +71,10 @@ class Service {
 };
 
 struct ServerOptions {
-  std::string name = "kvpool";        // for logs
-  std::string host = "0.0.0.0";       // address to bind
-  uint16_t port = 0;                  // 0: any free port (see Server::port())
-  int threads = 2;                    // I/O threads
+  std::string name = "kvpool";   // for logs
+  std::string host = "0.0.0.0";  // address to bind
+  uint16_t port = 0;             // 0: any free port (see Server::port())
+  int threads = 2;               // I/O threads
   FrameLimits limits;
   Clock::duration frame_timeout = std::chrono::seconds(60);  // one frame in and its reply out
 };

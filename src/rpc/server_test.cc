@@ -180,7 +180,8 @@ TEST_F(ServerTest, WrongPayloadSizeGetsErrorNotCrash) {
   iovec out{data.data(), data.size()};
   ASSERT_TRUE((*c)->Call(WRITE, Empty(), &resp, {&out, 1}, {}, Soon()).ok());
   // The server sends 5 bytes; the caller expected 2: the call fails and the connection breaks.
-  EXPECT_EQ((*c)->Call(READ, Empty(), &resp, {}, {&in, 1}, Soon()).code(), ErrorCode::TRANSFER_FAIL);
+  EXPECT_EQ((*c)->Call(READ, Empty(), &resp, {}, {&in, 1}, Soon()).code(),
+            ErrorCode::TRANSFER_FAIL);
   EXPECT_TRUE((*c)->broken());
 }
 

@@ -95,10 +95,11 @@ int PrintStat(const ClientCommandOptions& o) {
   auto s = (*client)->Stat();
   if (!s.ok()) return Fail("stat", s.status());
   double pct = s->capacity ? 100.0 * static_cast<double>(s->used) / s->capacity : 0.0;
-  std::cout << fmt::format("pool: {} segments, capacity {}, used {} ({:.1f}%), {} objects, "
-                           "{} clients, {} evicted\n",
-                           s->segments.size(), FormatSize(s->capacity), FormatSize(s->used), pct,
-                           s->object_count, s->client_count, s->evicted_total);
+  std::cout << fmt::format(
+      "pool: {} segments, capacity {}, used {} ({:.1f}%), {} objects, "
+      "{} clients, {} evicted\n",
+      s->segments.size(), FormatSize(s->capacity), FormatSize(s->used), pct, s->object_count,
+      s->client_count, s->evicted_total);
   std::cout << fmt::format("{:<28} {:>12} {:>12} {:>10}\n", "segment", "size", "used", "objects");
   for (const auto& seg : s->segments) {
     std::cout << fmt::format("{:<28} {:>12} {:>12} {:>10}\n", seg.name, FormatSize(seg.size),

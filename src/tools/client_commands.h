@@ -3,17 +3,16 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <string>
 
 namespace kvpool::tools {
 
 struct ClientCommandOptions {
   std::string master = "127.0.0.1:50051";  // --master host:port
-  int timeout_ms = 5000;                    // --timeout_ms: deadline of each call
-  std::string key;                          // KEY argument
-  std::string path;                         // FILE argument
-  bool force = false;                       // rm --force
+  int timeout_ms = 5000;                   // --timeout_ms: deadline of each call
+  std::string key;                         // KEY argument
+  std::string path;                        // FILE argument
+  bool force = false;                      // rm --force
 };
 
 // Registers put/get/exists/rm/stat as subcommands of `app`; `exit_code` receives the result of

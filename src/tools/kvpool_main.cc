@@ -3,7 +3,6 @@
 //   kvpool node [flags]          a storage node (standalone storage process)
 //   kvpool put|get|exists|rm|stat ...   client commands against a running pool
 #include <CLI/CLI.hpp>
-
 #include <iostream>
 
 #include "common/log.h"
@@ -12,6 +11,7 @@
 #include "master/master_options.h"
 #include "node/node.h"
 #include "node/node_options.h"
+#include "tools/bench/bench_command.h"
 #include "tools/client_commands.h"
 
 int main(int argc, char** argv) {
@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
 
   kvpool::tools::ClientCommandOptions client_options;
   kvpool::tools::AddClientCommands(app, client_options, exit_code);
+  kvpool::tools::bench::BenchCommandOptions bench_options;
+  kvpool::tools::bench::AddBenchCommands(app, bench_options, exit_code);
   kvpool::InitLogging("warn", "kvpool").ok();
 
   try {

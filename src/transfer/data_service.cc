@@ -10,9 +10,9 @@ asio::awaitable<rpc::Reply> DataService::Handle(const rpc::FrameHeader& header,
                                                 rpc::PayloadReader& payload) {
   rpc::DataRequest req;
   if (header.method != rpc::WRITE && header.method != rpc::READ) {
-    co_return rpc::Reply::Error(Status(ErrorCode::NOT_SUPPORTED,
-                                       fmt::format("method {} is not served by a storage node",
-                                                   header.method)));
+    co_return rpc::Reply::Error(
+        Status(ErrorCode::NOT_SUPPORTED,
+               fmt::format("method {} is not served by a storage node", header.method)));
   }
   if (!req.ParseFromArray(meta.data(), static_cast<int>(meta.size()))) {
     ++counters_.requests_refused;
@@ -31,8 +31,9 @@ asio::awaitable<rpc::Reply> DataService::Write(const rpc::DataRequest& req,
   auto segment = segments_->Find(req.segment_name());
   if (segment == nullptr) {
     ++counters_.requests_refused;
-    co_return rpc::Reply::Error(Status(
-        ErrorCode::SEGMENT_NOT_FOUND, fmt::format("segment={} is not served here", req.segment_name())));
+    co_return rpc::Reply::Error(
+        Status(ErrorCode::SEGMENT_NOT_FOUND,
+               fmt::format("segment={} is not served here", req.segment_name())));
   }
   auto total = SegmentTable::CheckRanges(*segment, req.segment_name(), req.ranges(), true);
   if (total.ok() && *total != payload.size()) {
@@ -58,8 +59,9 @@ rpc::Reply DataService::Read(const rpc::DataRequest& req) {
   auto segment = segments_->Find(req.segment_name());
   if (segment == nullptr) {
     ++counters_.requests_refused;
-    return rpc::Reply::Error(Status(ErrorCode::SEGMENT_NOT_FOUND,
-                                    fmt::format("segment={} is not served here", req.segment_name())));
+    return rpc::Reply::Error(
+        Status(ErrorCode::SEGMENT_NOT_FOUND,
+               fmt::format("segment={} is not served here", req.segment_name())));
   }
   auto total = SegmentTable::CheckRanges(*segment, req.segment_name(), req.ranges(), false);
   if (!total.ok()) {
@@ -69,7 +71,8 @@ rpc::Reply DataService::Read(const rpc::DataRequest& req) {
   }
   rpc::Reply reply = rpc::Reply::Of(rpc::Empty());
   reply.payload.reserve(req.ranges_size());
-  for (const auto& r : req.ranges()) reply.payload.emplace_back(segment->base() + r.offset(), r.length());
+  for (const auto& r : req.ranges())
+    reply.payload.emplace_back(segment->base() + r.offset(), r.length());
   reply.keep_alive = std::move(segment);
   counters_.bytes_read.fetch_add(*total, std::memory_order_relaxed);
   return reply;

@@ -31,17 +31,15 @@ Result<std::unique_ptr<SegmentMemory>> SegmentMemory::Map(uint64_t size,
   void* p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, flags, -1, 0);
   if (p == MAP_FAILED) {
     int err = errno;
-    std::string hint = options.huge_pages
-                           ? " (huge pages requested: reserve them with "
-                             "`sysctl vm.nr_hugepages=N` or drop --use_hugepage)"
-                           : "";
-    return Status(ErrorCode::NO_AVAILABLE_HANDLE,
-                  fmt::format("cannot map a segment of {}: {}{}", FormatSize(size),
-                              strerror(err), hint));
+    std::string hint = options.huge_pages ? " (huge pages requested: reserve them with "
+                                            "`sysctl vm.nr_hugepages=N` or drop --use_hugepage)"
+                                          : "";
+    return Status(
+        ErrorCode::NO_AVAILABLE_HANDLE,
+        fmt::format("cannot map a segment of {}: {}{}", FormatSize(size), strerror(err), hint));
   }
   if (!options.huge_pages) ::madvise(p, mapped, MADV_HUGEPAGE);  // best effort
-  return std::unique_ptr<SegmentMemory>(
-      new SegmentMemory(static_cast<uint8_t*>(p), mapped, size));
+  return std::unique_ptr<SegmentMemory>(new SegmentMemory(static_cast<uint8_t*>(p), mapped, size));
 }
 
 SegmentMemory::~SegmentMemory() { ::munmap(base_, mapped_); }

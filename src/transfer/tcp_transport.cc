@@ -20,8 +20,7 @@ Status TcpTransport::Write(const SegmentRanges& dst, std::span<const iovec> src,
   return Call(rpc::WRITE, dst, src, {}, deadline);
 }
 
-Status TcpTransport::Read(const SegmentRanges& src, std::span<const iovec> dst,
-                          Deadline deadline) {
+Status TcpTransport::Read(const SegmentRanges& src, std::span<const iovec> dst, Deadline deadline) {
   return Call(rpc::READ, src, {}, dst, deadline);
 }
 

@@ -160,7 +160,8 @@ TEST_F(EndToEndTest, ThousandObjectsEvictionAndNodeDeath) {
     live_sizes.push_back(more_sizes[i]);
   }
   master::MasterClient probe(*rpc::ParseEndpoint(pool.master_address()), "probe");
-  auto where = probe.GetReplicaList(live, /*no_lease=*/true, DeadlineAfter(std::chrono::seconds(5)));
+  auto where =
+      probe.GetReplicaList(live, /*no_lease=*/true, DeadlineAfter(std::chrono::seconds(5)));
   ASSERT_TRUE(where.ok()) << where.status().ToString();
   std::vector<std::string> on_dead, on_alive;
   std::vector<size_t> alive_sizes;
@@ -214,9 +215,9 @@ TEST_F(EndToEndTest, EmbeddedClientServesItsOwnSegment) {
   Register(*b);
   std::vector<std::string> keys = {"emb/1", "emb/2", "emb/3"};
   std::vector<size_t> sizes = {4096, 1 << 20, 3 << 20};
-  ASSERT_EQ(CountOk(PutAll(*a, keys, sizes)), 3u);   // memcpy into its own segment
-  EXPECT_EQ(CountOk(GetAll(*a, keys, sizes)), 3u);   // memcpy back
-  EXPECT_EQ(CountOk(GetAll(*b, keys, sizes)), 3u);   // over TCP from a's segment
+  ASSERT_EQ(CountOk(PutAll(*a, keys, sizes)), 3u);         // memcpy into its own segment
+  EXPECT_EQ(CountOk(GetAll(*a, keys, sizes)), 3u);         // memcpy back
+  EXPECT_EQ(CountOk(GetAll(*b, keys, sizes)), 3u);         // over TCP from a's segment
   ASSERT_EQ(CountOk(PutAll(*b, {"emb/4"}, {12345})), 1u);  // b writes into a over TCP
   EXPECT_EQ(CountOk(GetAll(*a, {"emb/4"}, {12345})), 1u);
   // Closing a unmounts its segment: its objects leave the pool.
@@ -243,8 +244,8 @@ TEST_F(EndToEndTest, MultiBufferScatterGatherAndPrefix) {
   }
   auto put = c->BatchPutFromMultiBuffers({"mb"}, {parts}, {part_sizes});
   ASSERT_TRUE(put[0].ok()) << put[0].ToString();
-  auto get = c->BatchGetIntoMultiBuffers({"mb"}, {{rbuf_.data(), rbuf_.data() + 10000}},
-                                         {{1500, 2500}});
+  auto get =
+      c->BatchGetIntoMultiBuffers({"mb"}, {{rbuf_.data(), rbuf_.data() + 10000}}, {{1500, 2500}});
   ASSERT_TRUE(get[0].ok()) << get[0].status().ToString();
   EXPECT_EQ(*get[0], 4000u);
   EXPECT_EQ(memcmp(rbuf_.data(), whole.data(), 1500), 0);

@@ -148,9 +148,10 @@ TEST(MasterFaultsTest, DeadOrHungMasterTurnsIntoRpcErrors) {
 TEST(MasterFaultsTest, GarbageOnTheMasterPortDoesNotHurtOthers) {
   Pool pool;
   pool.AddNode("16MB");
-  auto r = RunCommand("/bin/sh", {"-c", "printf 'GARBAGE%.0s' $(seq 1 1000) | timeout 2 "
-                                        "bash -c 'cat > /dev/tcp/127.0.0.1/" +
-                                        pool.master_address().substr(10) + "' || true"});
+  auto r = RunCommand("/bin/sh", {"-c",
+                                  "printf 'GARBAGE%.0s' $(seq 1 1000) | timeout 2 "
+                                  "bash -c 'cat > /dev/tcp/127.0.0.1/" +
+                                      pool.master_address().substr(10) + "' || true"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   auto client = pool.NewClient();
   ASSERT_NE(client, nullptr);

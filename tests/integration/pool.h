@@ -17,7 +17,8 @@ inline const std::string kBinary = KVPOOL_BINARY;
 class Pool {
  public:
   // Starts a master with `master_flags` (on a free port) and waits until it listens.
-  explicit Pool(std::vector<std::string> master_flags = {}) : master_flags_(std::move(master_flags)) {
+  explicit Pool(std::vector<std::string> master_flags = {})
+      : master_flags_(std::move(master_flags)) {
     master_port_ = FreePort();
     StartMaster();
   }
@@ -35,10 +36,14 @@ class Pool {
   // Starts a node serving `size` ("64MB") and waits until its segment is mounted.
   Process& AddNode(const std::string& size, std::vector<std::string> flags = {}) {
     uint16_t port = FreePort();
-    std::vector<std::string> args = {"node",           "--host",
-                                     "127.0.0.1",      "--port",
-                                     std::to_string(port), "--master_server_address",
-                                     master_address(), "--global_segment_size",
+    std::vector<std::string> args = {"node",
+                                     "--host",
+                                     "127.0.0.1",
+                                     "--port",
+                                     std::to_string(port),
+                                     "--master_server_address",
+                                     master_address(),
+                                     "--global_segment_size",
                                      size};
     args.insert(args.end(), flags.begin(), flags.end());
     nodes_.push_back(std::make_unique<Process>(kBinary, args, "node"));
@@ -68,9 +73,7 @@ class Pool {
   }
 
   std::string master_address() const { return "127.0.0.1:" + std::to_string(master_port_); }
-  std::string node_segment(size_t i) const {
-    return "127.0.0.1:" + std::to_string(node_ports_[i]);
-  }
+  std::string node_segment(size_t i) const { return "127.0.0.1:" + std::to_string(node_ports_[i]); }
   Process& master() { return *master_; }
   Process& node(size_t i) { return *nodes_[i]; }
   void KillMaster() { master_.reset(); }

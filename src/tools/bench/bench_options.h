@@ -1,0 +1,86 @@
+// Options of `kvpool bench`: one plain struct filled from flags by AddBenchFlags and checked and
+// parsed (lists, sizes) in one place by ValidateBenchOptions. Nothing else reads flags.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kvpool/status.h"
+
+namespace kvpool::tools::bench {
+
+enum class Mode { kEmbedded, kRemote };
+enum class Workload { kPut, kGet, kExists, kPrefix, kHicache };
+
+const char* ModeName(Mode m);
+const char* WorkloadName(Workload w);
+
+// The simulated HiCache deployment of `--workload hicache`.
+struct HicacheOptions {
+  int engines = 2;                  // --engines: simulated inference engines (threads), 1..16
+  int conversations = 48;           // --conversations: live conversations at any time
+  int system_prompts = 6;           // --system_prompts: distinct shared system prompts
+  int system_prompt_pages = 24;     // --system_prompt_pages: pages per system prompt
+  int max_turns = 12;               // --max_turns: turns before a conversation ends (4..max)
+  int l2_pages = 256;               // --l2_pages: pages each engine keeps in its own host memory
+  std::string page_size = "256KB";  // --hicache_page_size
+  uint64_t page_bytes = 0;          // parsed from page_size
+};
+
+struct BenchOptions {
+  // --master host:port: drive an existing pool. Empty (default): start a private pool of
+  // `kvpool master` (+ nodes) processes on free 127.0.0.1 ports for each mode, stopped at exit.
+  std::string master;
+  // --mode: embedded, remote or both. Empty (default): both, or remote alone when hicache is the
+  // only workload.
+  std::string modes;
+  std::string workloads = "put,get,exists";       // --workload (put,get,exists,prefix,hicache)
+  std::string page_sizes = "64KB,256KB,1MB,4MB";  // --page_size
+  std::string batches = "1,32,128";               // --batch: keys per batch call
+  int threads = 1;                                // --threads: client threads, 1..64
+  // --duration_s: seconds per measured row; 0 (default) = 1 s per row, 20 s for hicache.
+  double duration_s = 0;
+  // --iterations: batch calls per thread per row instead of a duration (0 = use duration).
+  int64_t iterations = 0;
+  int nodes = 0;  // --nodes: storage nodes for remote mode; 0 = 1 (2 when hicache runs)
+  std::string segment_size = "2GB";  // --segment_size: per node, and the embedded segment
+  // --working_set: bytes of distinct keys a get row cycles through (all threads together),
+  // also the source region of the memcpy limit. Larger than the caches keeps the figures honest.
+  std::string working_set = "256MB";
+  int verify_every = 4;    // --verify_every: check every Nth get call byte-exact (1 = all)
+  bool no_limits = false;  // --no_limits: skip the memcpy / TCP limit measurements
+  std::string json_path;   // --json FILE: also write the rows as JSON
+  bool progress = true;    // --no_progress clears it: no in-place progress line on a TTY
+  HicacheOptions hicache;
+
+  // Filled by ValidateBenchOptions.
+  std::vector<Mode> mode_list;
+  std::vector<Workload> workload_list;
+  std::vector<uint64_t> page_list;
+  std::vector<int> batch_list;
+  uint64_t segment_bytes = 0;
+  uint64_t working_set_bytes = 0;
+  int node_count = 0;
+
+  bool Has(Workload w) const;
+  // Seconds a row (or the hicache run) lasts when bounded by time.
+  double RowSeconds() const { return duration_s > 0 ? duration_s : 1.0; }
+  double HicacheSeconds() const { return duration_s > 0 ? duration_s : 20.0; }
+};
+
+// Options of the hidden `bench-tcp-peer` command: the sending half of the TCP limit.
+struct TcpPeerOptions {
+  std::string connect;  // --connect 127.0.0.1:PORT
+};
+
+// Registers the flags above on `cmd`, writing into `o` (which must outlive parsing).
+void AddBenchFlags(CLI::App& cmd, BenchOptions& o);
+void AddTcpPeerFlags(CLI::App& cmd, TcpPeerOptions& o);
+
+// Parses the lists and sizes into the fields below them and checks every range.
+// Errors: INVALID_PARAMS naming the flag, the value and what is accepted.
+Status ValidateBenchOptions(BenchOptions& o);
+
+}  // namespace kvpool::tools::bench

@@ -1,0 +1,143 @@
+#include "tools/bench/mode_runner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iostream>
+
+#include "common/random_id.h"
+#include "common/units.h"
+#include "kvpool/client.h"
+#include "tools/bench/hicache_workload.h"
+#include "tools/bench/pool_launcher.h"
+#include "tools/bench/stats.h"
+#include "tools/bench/workers.h"
+#include "tools/bench/workloads.h"
+
+namespace kvpool::tools::bench {
+namespace {
+
+Result<std::unique_ptr<LocalPool>> StartPool(const BenchOptions& o, Mode mode,
+                                             std::stop_token stop) {
+  PoolSpec spec;
+  spec.nodes = mode == Mode::kRemote ? o.node_count : 0;
+  spec.segment_bytes = o.segment_bytes;
+  const auto t0 = BenchClock::now();
+  auto pool = LocalPool::Start(spec, stop);
+  if (!pool.ok()) return pool.status();
+  std::cout << fmt::format("[{}] private pool on 127.0.0.1: master {}", ModeName(mode),
+                           (*pool)->master_address());
+  if (spec.nodes > 0)
+    std::cout << fmt::format(" + {} node(s) x {}", spec.nodes, FormatSize(spec.segment_bytes));
+  std::cout << fmt::format(", ready in {:.2f} s\n", SecondsSince(t0));
+  return pool;
+}
+
+// Pool space the rows of this mode may fill: the own segment (embedded) or the whole pool.
+Result<uint64_t> Capacity(Client& client, Mode mode, uint64_t own_segment) {
+  if (mode == Mode::kEmbedded) return own_segment;
+  auto s = client.Stat();
+  if (!s.ok()) return s.status();
+  if (s->capacity == 0) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  "remote mode: the pool has no storage segments; start a `kvpool node` or use "
+                  "--mode embedded");
+  }
+  return s->capacity;
+}
+
+// Touches the private pool's fresh segment memory once (not measured; see WarmUp).
+Status WarmUpPool(const RowContext& ctx) {
+  const auto t0 = BenchClock::now();
+  auto bytes = WarmUp(ctx.client, ctx.replicate, ctx.key_prefix + "/warmup/",
+                      static_cast<uint64_t>(0.8 * ctx.capacity_bytes), /*max_seconds=*/10);
+  if (!bytes.ok()) return bytes.status();
+  std::cout << fmt::format(
+      "[{}] warm-up: wrote {} once into the fresh segments in {:.2f} s "
+      "(not measured)\n",
+      ModeName(ctx.mode), FormatSize(*bytes), SecondsSince(t0));
+  return Status::Ok();
+}
+
+bool RowWorkload(Workload w) { return w != Workload::kHicache; }
+
+Status RunRows(const RowContext& ctx, const Limits& limits, std::vector<Row>& rows) {
+  const BenchOptions& o = *ctx.options;
+  for (Workload w : o.workload_list) {
+    if (!RowWorkload(w)) continue;
+    const bool data = w == Workload::kPut || w == Workload::kGet;
+    const std::vector<uint64_t> pages = data ? o.page_list : std::vector<uint64_t>{0};
+    for (uint64_t page : pages) {
+      for (int batch : o.batch_list) {
+        if (ctx.stop.stop_requested()) return Status::Ok();
+        auto row = RunRow(ctx, limits, w, page, batch);
+        if (!row.ok()) {
+          return Status(row.code(),
+                        fmt::format("{} {} page={} batch={}: {}", WorkloadName(w),
+                                    ModeName(ctx.mode), page, batch, row.status().message()));
+        }
+        std::cout << TableLine(*row) << std::endl;
+        rows.push_back(std::move(row).value());
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status RunMode(const BenchOptions& o, Mode mode, const Limits& limits, std::stop_token stop,
+               std::vector<Row>& rows) {
+  std::unique_ptr<LocalPool> pool;
+  std::string master = o.master;
+  if (master.empty()) {
+    auto p = StartPool(o, mode, stop);
+    if (!p.ok()) return p.status();
+    pool = std::move(p).value();
+    master = pool->master_address();
+  }
+  std::function<double()> pool_cpu;
+  if (pool) pool_cpu = [p = pool.get()] { return p->CpuSeconds(); };
+  const std::string prefix =
+      fmt::format("kvpool-bench/{}/{}", RandomId().substr(0, 12), ModeName(mode));
+  const bool rows_wanted = std::any_of(o.workload_list.begin(), o.workload_list.end(), RowWorkload);
+  ClientOptions co;
+  co.master_server_address = master;
+  co.global_segment_size = mode == Mode::kEmbedded && rows_wanted ? o.segment_bytes : 0;
+  auto client = Client::Setup(co);
+  if (!client.ok()) return client.status();
+  RowContext ctx;
+  ctx.client = client->get();
+  ctx.mode = mode;
+  ctx.options = &o;
+  ctx.key_prefix = prefix;
+  if (!(*client)->SegmentName().empty()) {
+    ctx.replicate.preferred_segments = {(*client)->SegmentName()};
+  }
+  ctx.pool_cpu = pool_cpu;
+  ctx.stop = stop;
+  if (rows_wanted || mode == Mode::kRemote) {
+    auto capacity = Capacity(**client, mode, o.segment_bytes);
+    if (!capacity.ok()) return capacity.status();
+    ctx.capacity_bytes = *capacity;
+  }
+  if (pool && ctx.capacity_bytes > 0) KVPOOL_RETURN_IF_ERROR(WarmUpPool(ctx));
+  if (rows_wanted) {
+    std::cout << TableHeader() << std::endl;
+    Status st = RunRows(ctx, limits, rows);
+    (void)(*client)->Close();
+    KVPOOL_RETURN_IF_ERROR(st);
+    if (pool) KVPOOL_RETURN_IF_ERROR(pool->CheckAlive());
+  } else {
+    (void)(*client)->Close();
+  }
+  if (o.Has(Workload::kHicache) && !stop.stop_requested()) {
+    HicacheContext hc{master, mode, &o, &limits, pool_cpu, stop, prefix + "/hicache"};
+    auto hrows = RunHicache(hc);
+    if (!hrows.ok()) return hrows.status();
+    rows.insert(rows.end(), hrows->begin(), hrows->end());
+  }
+  return Status::Ok();
+}
+
+}  // namespace kvpool::tools::bench

@@ -1,0 +1,137 @@
+#include "tools/bench/pool_launcher.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "kvpool/client.h"
+
+namespace kvpool::tools::bench {
+namespace {
+
+constexpr auto kStartTimeout = std::chrono::seconds(20);
+
+bool Accepts(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  ::close(fd);
+  return rc == 0;
+}
+
+Status Died(ChildProcess& p) {
+  return Status(ErrorCode::INTERNAL_ERROR, fmt::format("{} exited (status {}); its log ends:\n{}",
+                                                       p.name(), p.exit_status(), p.LogTail()));
+}
+
+Status Interrupted() { return Status(ErrorCode::INTERNAL_ERROR, "interrupted"); }
+
+}  // namespace
+
+uint16_t FreeLoopbackPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  uint16_t port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+Result<std::unique_ptr<LocalPool>> LocalPool::Start(const PoolSpec& spec, std::stop_token stop) {
+  std::unique_ptr<LocalPool> pool(new LocalPool());
+  KVPOOL_RETURN_IF_ERROR(pool->StartMaster(stop));
+  KVPOOL_RETURN_IF_ERROR(pool->StartNodes(spec, stop));
+  return pool;
+}
+
+Status LocalPool::StartMaster(std::stop_token stop) {
+  master_port_ = FreeLoopbackPort();
+  auto m = ChildProcess::Start("master", {"master", "--rpc_host", "127.0.0.1", "--rpc_port",
+                                          std::to_string(master_port_), "--log_level", "warn"});
+  if (!m.ok()) return m.status();
+  master_ = std::move(m).value();
+  auto end = std::chrono::steady_clock::now() + kStartTimeout;
+  while (!Accepts(master_port_)) {
+    if (!master_->Running()) return Died(*master_);
+    if (stop.stop_requested()) return Interrupted();
+    if (std::chrono::steady_clock::now() >= end) {
+      return Status(ErrorCode::RPC_TIMEOUT,
+                    fmt::format("master did not listen on 127.0.0.1:{} within 20 s; log:\n{}",
+                                master_port_, master_->LogTail()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return Status::Ok();
+}
+
+Status LocalPool::StartNodes(const PoolSpec& spec, std::stop_token stop) {
+  if (spec.nodes == 0) return Status::Ok();
+  for (int i = 0; i < spec.nodes; ++i) {
+    uint16_t port = FreeLoopbackPort();
+    auto n =
+        ChildProcess::Start(fmt::format("node {} (127.0.0.1:{})", i, port),
+                            {"node", "--host", "127.0.0.1", "--port", std::to_string(port),
+                             "--master_server_address", master_address(), "--global_segment_size",
+                             std::to_string(spec.segment_bytes), "--log_level", "warn"});
+    if (!n.ok()) return n.status();
+    nodes_.push_back(std::move(n).value());
+  }
+  ClientOptions co;
+  co.master_server_address = master_address();
+  auto client = Client::Setup(co);
+  if (!client.ok()) return client.status();
+  auto end = std::chrono::steady_clock::now() + kStartTimeout;
+  for (;;) {
+    KVPOOL_RETURN_IF_ERROR(CheckAlive());
+    auto s = (*client)->Stat();
+    if (s.ok() && s->segments.size() >= static_cast<size_t>(spec.nodes)) break;
+    if (stop.stop_requested()) return Interrupted();
+    if (std::chrono::steady_clock::now() >= end) {
+      return Status(ErrorCode::RPC_TIMEOUT,
+                    fmt::format("{} nodes did not all mount their segments within 20 s; "
+                                "the last node's log:\n{}",
+                                spec.nodes, nodes_.back()->LogTail()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return (*client)->Close();
+}
+
+Status LocalPool::CheckAlive() {
+  if (master_ && !master_->Running()) return Died(*master_);
+  for (auto& n : nodes_) {
+    if (!n->Running()) return Died(*n);
+  }
+  return Status::Ok();
+}
+
+double LocalPool::CpuSeconds() const {
+  double s = master_ ? master_->CpuSeconds() : 0;
+  for (const auto& n : nodes_) s += n->CpuSeconds();
+  return s;
+}
+
+void LocalPool::Stop() {
+  for (auto& n : nodes_) n->Stop(std::chrono::seconds(2));
+  if (master_) master_->Stop(std::chrono::seconds(2));
+}
+
+LocalPool::~LocalPool() { Stop(); }
+
+}  // namespace kvpool::tools::bench

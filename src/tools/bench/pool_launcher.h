@@ -1,0 +1,51 @@
+// The bench's private pool: one `kvpool master` and N `kvpool node` processes of this same
+// binary on free ports of 127.0.0.1, started and stopped by one object.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "kvpool/status.h"
+#include "tools/bench/child_process.h"
+
+namespace kvpool::tools::bench {
+
+struct PoolSpec {
+  int nodes = 1;               // storage nodes; 0 starts only the master (embedded mode)
+  uint64_t segment_bytes = 0;  // DRAM each node serves
+};
+
+class LocalPool {
+ public:
+  // Starts the master, waits until it listens, starts the nodes and waits until the master
+  // lists all their segments (each step within 20 s). REQUIRES: called from the bench's main
+  // thread (see ChildProcess). Errors: RPC_TIMEOUT naming the process that did not come up,
+  // with the end of its log; CANCELLED-like INTERNAL_ERROR when `stop` is requested meanwhile.
+  static Result<std::unique_ptr<LocalPool>> Start(const PoolSpec& spec, std::stop_token stop);
+  ~LocalPool();  // Stop()
+
+  // Stops the nodes, then the master (SIGTERM, SIGKILL after 2 s) and reaps them. Idempotent.
+  void Stop();
+  std::string master_address() const { return "127.0.0.1:" + std::to_string(master_port_); }
+  // CPU seconds used by all the pool's processes so far.
+  double CpuSeconds() const;
+  // OK while every process runs; else INTERNAL_ERROR naming the one that exited, with its log.
+  Status CheckAlive();
+
+ private:
+  LocalPool() = default;
+  Status StartMaster(std::stop_token stop);
+  Status StartNodes(const PoolSpec& spec, std::stop_token stop);
+
+  uint16_t master_port_ = 0;
+  std::unique_ptr<ChildProcess> master_;
+  std::vector<std::unique_ptr<ChildProcess>> nodes_;
+};
+
+// A port that was free on 127.0.0.1 a moment ago (0 when no socket could be bound).
+uint16_t FreeLoopbackPort();
+
+}  // namespace kvpool::tools::bench
