@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -131,6 +132,16 @@ class Client {
                                               const std::vector<const void*>& ptrs,
                                               const std::vector<size_t>& sizes,
                                               const ReplicateConfig& config = {}) = 0;
+
+  // Copying forms: `values` need not lie in registered memory (in standalone mode they pass
+  // through the staging buffer shared with the node: one extra copy). Slower than the
+  // zero-copy calls for large objects; meant for small values, tools and tests.
+  // Errors: as BatchPutFrom / BatchGetInto (no BUFFER_OVERFLOW: BatchGet sizes its own vectors).
+  virtual std::vector<Status> BatchPut(const std::vector<std::string>& keys,
+                                       const std::vector<std::span<const uint8_t>>& values,
+                                       const ReplicateConfig& config = {}) = 0;
+  virtual std::vector<Result<std::vector<uint8_t>>> BatchGet(
+      const std::vector<std::string>& keys) = 0;
 
   // true when a complete object exists. Errors: INVALID_KEY, RPC_FAIL, RPC_TIMEOUT.
   virtual Result<bool> IsExist(const std::string& key) = 0;

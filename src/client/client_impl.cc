@@ -191,14 +191,43 @@ std::vector<Result<uint64_t>> ClientImpl::BatchGetIntoMultiBuffers(
     const std::vector<std::vector<size_t>>& sizes) {
   std::vector<Status> errors;
   auto dests = ToBuffers(buffers_, keys, ptrs, sizes, errors);
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (!errors[i].ok()) dests[i].clear();
+  return GetBatch(keys, errors, [&dests](size_t i, uint64_t) { return dests[i]; });
+}
+
+std::vector<Status> ClientImpl::BatchPut(const std::vector<std::string>& keys,
+                                         const std::vector<std::span<const uint8_t>>& values,
+                                         const ReplicateConfig& config) {
+  if (values.size() != keys.size()) {
+    return std::vector<Status>(
+        keys.size(), Status(ErrorCode::INVALID_PARAMS,
+                            fmt::format("{} keys but {} values", keys.size(), values.size())));
   }
-  auto results = GetBatch(keys, dests);
+  // Embedded and node-backed clients send straight from the caller's memory: no registration
+  // is needed because nothing but this process reads it.
+  std::vector<Buffers> sources(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
-    if (!errors[i].ok()) results[i] = errors[i];
+    sources[i].push_back({const_cast<uint8_t*>(values[i].data()), values[i].size()});
   }
-  return results;
+  return PutBatch(keys, sources, config, /*upsert=*/false);
+}
+
+std::vector<Result<std::vector<uint8_t>>> ClientImpl::BatchGet(
+    const std::vector<std::string>& keys) {
+  std::vector<std::vector<uint8_t>> values(keys.size());
+  auto sizes = GetBatch(keys, std::vector<Status>(keys.size()), [&values](size_t i, uint64_t n) {
+    values[i].resize(n);
+    return Buffers{{values[i].data(), n}};
+  });
+  std::vector<Result<std::vector<uint8_t>>> out;
+  out.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (sizes[i].ok()) {
+      out.emplace_back(std::move(values[i]));
+    } else {
+      out.emplace_back(sizes[i].status());
+    }
+  }
+  return out;
 }
 
 }  // namespace client

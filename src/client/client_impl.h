@@ -5,6 +5,7 @@
 #include <sys/uio.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +23,9 @@ namespace kvpool::client {
 
 // One object's memory on the caller's side: its buffers in order.
 using Buffers = std::vector<iovec>;
+// Where object `index` of a get batch goes, once its size is known. An empty list means "no
+// buffer" (INVALID_PARAMS); a list shorter than the object means BUFFER_OVERFLOW.
+using DestFor = std::function<Buffers(size_t index, uint64_t object_size)>;
 
 class ClientImpl : public Client {
  public:
@@ -52,6 +56,10 @@ class ClientImpl : public Client {
                                       const std::vector<const void*>& ptrs,
                                       const std::vector<size_t>& sizes,
                                       const ReplicateConfig& config) override;
+  std::vector<Status> BatchPut(const std::vector<std::string>& keys,
+                               const std::vector<std::span<const uint8_t>>& values,
+                               const ReplicateConfig& config) override;
+  std::vector<Result<std::vector<uint8_t>>> BatchGet(const std::vector<std::string>& keys) override;
   Result<bool> IsExist(const std::string& key) override;
   std::vector<Result<bool>> BatchIsExist(const std::vector<std::string>& keys) override;
   Result<size_t> ExistsPrefix(const std::vector<std::string>& keys) override;
@@ -70,8 +78,9 @@ class ClientImpl : public Client {
                                const std::vector<Buffers>& sources, const ReplicateConfig& config,
                                bool upsert);
   // get_path.cc
+  // Keys whose `pre` status is not OK are skipped (their result is that status).
   std::vector<Result<uint64_t>> GetBatch(const std::vector<std::string>& keys,
-                                         const std::vector<Buffers>& dests);
+                                         const std::vector<Status>& pre, const DestFor& dest_for);
 
   // The transport that reaches `segment_name`: memcpy for our own segment, TCP otherwise.
   transfer::Transport& TransportFor(const std::string& segment_name);

@@ -20,7 +20,8 @@ const rpc::Replica& PickReplica(const rpc::ObjectLocation& loc, const std::strin
 }  // namespace
 
 std::vector<Result<uint64_t>> ClientImpl::GetBatch(const std::vector<std::string>& keys,
-                                                   const std::vector<Buffers>& dests) {
+                                                   const std::vector<Status>& pre,
+                                                   const DestFor& dest_for) {
   std::vector<Status> status(keys.size());
   std::vector<Result<uint64_t>> results(keys.size(), Status(ErrorCode::INTERNAL_ERROR, ""));
   auto fail_all = [&](const Status& st) { return std::vector<Result<uint64_t>>(keys.size(), st); };
@@ -28,10 +29,7 @@ std::vector<Result<uint64_t>> ClientImpl::GetBatch(const std::vector<std::string
   std::vector<std::string> wanted;
   std::vector<size_t> sent;
   for (size_t i = 0; i < keys.size(); ++i) {
-    status[i] = ValidateKey(keys[i]);
-    if (status[i].ok() && dests[i].empty()) {
-      status[i] = Status(ErrorCode::INVALID_PARAMS, fmt::format("key={}: no buffer", keys[i]));
-    }
+    status[i] = pre[i].ok() ? ValidateKey(keys[i]) : pre[i];
     if (!status[i].ok()) continue;
     wanted.push_back(keys[i]);
     sent.push_back(i);
@@ -63,7 +61,12 @@ std::vector<Result<uint64_t>> ClientImpl::GetBatch(const std::vector<std::string
       status[i] = Status(ErrorCode::REPLICA_NOT_FOUND, fmt::format("key={}: no replica", keys[i]));
       continue;
     }
-    uint64_t room = TotalLength(dests[i]);
+    Buffers dest = dest_for(i, loc.size());
+    if (dest.empty()) {
+      status[i] = Status(ErrorCode::INVALID_PARAMS, fmt::format("key={}: no buffer", keys[i]));
+      continue;
+    }
+    uint64_t room = TotalLength(dest);
     if (loc.size() > room) {
       status[i] =
           Status(ErrorCode::BUFFER_OVERFLOW,
@@ -71,7 +74,7 @@ std::vector<Result<uint64_t>> ClientImpl::GetBatch(const std::vector<std::string
       continue;
     }
     sizes[i] = loc.size();
-    status[i] = plan.Add(i, PickReplica(loc, own), Prefix(dests[i], loc.size()));
+    status[i] = plan.Add(i, PickReplica(loc, own), Prefix(dest, loc.size()));
   }
   plan.Run(/*write=*/false,
            [this](const std::string& s) -> transfer::Transport& { return TransportFor(s); },

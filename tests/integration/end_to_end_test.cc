@@ -260,6 +260,19 @@ TEST_F(EndToEndTest, MultiBufferScatterGatherAndPrefix) {
   auto removed = c->RemoveAll(/*force=*/true);
   ASSERT_TRUE(removed.ok());
   EXPECT_EQ(*removed, 5u);
+
+  // Copying calls work on unregistered memory.
+  std::vector<uint8_t> v1 = {1, 2, 3}, v2(70000, 9);
+  auto put_copy = c->BatchPut({"c1", "c2", ""}, {v1, v2, v1});
+  EXPECT_TRUE(put_copy[0].ok());
+  EXPECT_TRUE(put_copy[1].ok());
+  EXPECT_EQ(put_copy[2].code(), ErrorCode::INVALID_KEY);
+  auto got_copy = c->BatchGet({"c1", "c2", "c3"});
+  ASSERT_TRUE(got_copy[0].ok());
+  EXPECT_EQ(*got_copy[0], v1);
+  ASSERT_TRUE(got_copy[1].ok());
+  EXPECT_EQ(*got_copy[1], v2);
+  EXPECT_EQ(got_copy[2].code(), ErrorCode::OBJECT_NOT_FOUND);
 }
 
 }  // namespace
