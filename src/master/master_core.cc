@@ -218,7 +218,9 @@ bool MasterCore::TryPlace(ObjectTable::Shard& shard, const rpc::PutItem& item,
     return true;
   }
   if (reserved > ctx.largest_segment || reserved < item.size()) {
-    SetResult(out, ErrorCode::INVALID_PARAMS,
+    // No eviction can help (evicting would only destroy data): fail at once. A larger segment
+    // may still be mounted later, hence a retryable code.
+    SetResult(out, ErrorCode::NO_AVAILABLE_HANDLE,
               fmt::format("key={} size={} exceeds the largest mounted segment ({} bytes)",
                           item.key(), item.size(), ctx.largest_segment));
     return true;

@@ -60,15 +60,18 @@ class MasterCore {
   // Errors: INVALID_PARAMS (empty client_id); SEGMENT_NOT_FOUND; ILLEGAL_CLIENT.
   Status UnmountSegment(const rpc::UnmountSegment& req, TimePoint now);
 
-  // Reserves space for each item; one result per item. Per item: INVALID_KEY; INVALID_PARAMS
-  // (size 0, or larger than every mounted segment); OK with already_exists (a complete object,
-  // or a pending one younger than put_start_discard_timeout: nothing to write); with upsert,
-  // OBJECT_HAS_LEASE (complete and leased) or REPLICA_IS_NOT_READY (pending); NO_AVAILABLE_HANDLE
-  // (no space even after one eviction round). A pending object older than the discard timeout
-  // is taken over: its space is freed at put start + put_start_release_timeout. With upsert an
-  // unleased complete object's replicas are freed first (if the new allocation then fails the
-  // key is gone). Replicas: up to replica_num on distinct segments, preferred ones first; OK if
-  // at least one is placed.
+  // Reserves space for each item; one result per item. Per item:
+  //   OK with replicas: up to replica_num on distinct segments, preferred ones first (best
+  //     effort: at least one placed). A pending object older than put_start_discard_timeout is
+  //     taken over; its old space is freed at its put start + put_start_release_timeout.
+  //     With upsert, an unleased complete object's replicas are freed first (if the new
+  //     allocation then fails, the key is gone).
+  //   OK with already_exists (nothing to write): a complete object, or a pending one younger
+  //     than put_start_discard_timeout (another put is writing it).
+  //   INVALID_KEY; INVALID_PARAMS (size 0).
+  //   With upsert: OBJECT_HAS_LEASE (complete and leased), REPLICA_IS_NOT_READY (pending).
+  //   NO_AVAILABLE_HANDLE: no segment mounted; larger than every segment (nothing is evicted
+  //     for it); or no room even after one eviction round.
   // Request errors: INVALID_PARAMS (empty client_id, replica_num above kMaxReplicas).
   Result<rpc::PutStartReply> PutStart(const rpc::PutStart& req, TimePoint now);
   // Codes for commit_keys, then for revoke_keys, in order. Commit: OK (also when already

@@ -101,10 +101,13 @@ TEST_F(CoreTest, PutStartItemErrors) {
   EXPECT_EQ(Code(r.results(1).code()), ErrorCode::INVALID_KEY);
   EXPECT_EQ(r.results(2).code(), 0);
   EXPECT_EQ(Code(Put1("w", "zero", 0).code()), ErrorCode::INVALID_PARAMS);
-  auto big = Put1("w", "big", 2 * kSeg);
-  EXPECT_EQ(Code(big.code()), ErrorCode::INVALID_PARAMS);
+  PutComplete("w", "victim", 100);
+  auto big = Put1("w", "big", 2 * kSeg);  // larger than every segment: no eviction either
+  EXPECT_EQ(Code(big.code()), ErrorCode::NO_AVAILABLE_HANDLE);
   EXPECT_NE(big.message().find("largest"), std::string::npos);
-  EXPECT_EQ(Code(Put1("w", "huge", UINT64_MAX).code()), ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(Code(Put1("w", "huge", UINT64_MAX).code()), ErrorCode::NO_AVAILABLE_HANDLE);
+  EXPECT_EQ(Exists1("victim"), 1);
+  EXPECT_EQ(core_.Stat().evicted_total(), 0u);
   rpc::PutStart p;
   p.add_items()->set_key("x");
   EXPECT_EQ(core_.PutStart(p, kT0).code(), ErrorCode::INVALID_PARAMS);  // no client id

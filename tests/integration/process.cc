@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -82,6 +83,42 @@ Process::~Process() {
 
 void Process::Signal(int sig) {
   if (pid_ > 0) ::kill(pid_, sig);
+}
+
+namespace {
+
+// The state letter of /proc/PID/stat ('R', 'S', 'T', ...), or 0 when unreadable.
+char ProcState(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : 0;
+}
+
+bool WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+  auto end = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+}  // namespace
+
+void Process::Pause() {
+  Signal(SIGSTOP);
+  WaitUntil([this] { return ProcState(pid_) == 'T'; }, std::chrono::seconds(5));
+}
+
+void Process::Resume() {
+  Signal(SIGCONT);
+  WaitUntil([this] { return ProcState(pid_) != 'T'; }, std::chrono::seconds(5));
+}
+
+bool Process::WaitForLog(const std::string& text, std::chrono::milliseconds timeout) {
+  return WaitUntil([&] { return Log().find(text) != std::string::npos; }, timeout);
 }
 
 bool Process::running() {

@@ -24,11 +24,17 @@ class Process {
   Process& operator=(const Process&) = delete;
 
   void Signal(int sig);
+  // SIGSTOP / SIGCONT that return only once the kernel shows the process stopped / running
+  // (a signal is delivered asynchronously; a test must not race it).
+  void Pause();
+  void Resume();
   // Waits up to `timeout` for the process to exit; returns its exit status (-1 on timeout,
   // 128+signal when killed by a signal).
   int Wait(std::chrono::milliseconds timeout);
   bool running();
   std::string Log() const;  // what it printed so far
+  // True once Log() contains `text` (within `timeout`): log lines may land a moment later.
+  bool WaitForLog(const std::string& text, std::chrono::milliseconds timeout);
   pid_t pid() const { return pid_; }
 
  private:
