@@ -127,7 +127,9 @@ Status Connection::Fail(Status st) {
   return st;
 }
 
-Status Connection::SendAll(std::span<iovec> iov, Deadline deadline) {
+// Moves every byte of `iov` through the socket (send or receive), waiting with poll() for
+// readiness until `deadline`. Advances `iov` in place.
+Status Connection::MoveAll(std::span<iovec> iov, Deadline deadline, bool send) {
   size_t i = 0;
   while (i < iov.size()) {
     if (iov[i].iov_len == 0) {
@@ -135,55 +137,29 @@ Status Connection::SendAll(std::span<iovec> iov, Deadline deadline) {
       continue;
     }
     size_t cnt = std::min<size_t>(iov.size() - i, IOV_MAX);
-    msghdr msg{};
-    msg.msg_iov = &iov[i];
-    msg.msg_iovlen = cnt;
-    ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        KVPOOL_RETURN_IF_ERROR(WaitFd(fd_, POLLOUT, deadline, endpoint_));
-        continue;
+    ssize_t n;
+    if (send) {
+      msghdr msg{};
+      msg.msg_iov = &iov[i];
+      msg.msg_iovlen = cnt;
+      n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+    } else {
+      n = ::readv(fd_, &iov[i], static_cast<int>(cnt));
+      if (n == 0) {
+        return Status(ErrorCode::RPC_FAIL,
+                      fmt::format("connection to {} closed by peer", endpoint_.ToString()));
       }
-      return Status(ErrorCode::RPC_FAIL,
-                    fmt::format("send to {}: {}", endpoint_.ToString(), strerror(errno)));
-    }
-    size_t left = static_cast<size_t>(n);
-    while (left > 0 && i < iov.size()) {
-      size_t take = std::min(left, iov[i].iov_len);
-      iov[i].iov_base = static_cast<char*>(iov[i].iov_base) + take;
-      iov[i].iov_len -= take;
-      left -= take;
-      if (iov[i].iov_len == 0) ++i;
-    }
-  }
-  return Status::Ok();
-}
-
-Status Connection::RecvAll(std::span<iovec> iov, Deadline deadline) {
-  size_t i = 0;
-  while (i < iov.size()) {
-    if (iov[i].iov_len == 0) {
-      ++i;
-      continue;
-    }
-    size_t cnt = std::min<size_t>(iov.size() - i, IOV_MAX);
-    ssize_t n = ::readv(fd_, &iov[i], static_cast<int>(cnt));
-    if (n == 0) {
-      return Status(ErrorCode::RPC_FAIL,
-                    fmt::format("connection to {} closed by peer", endpoint_.ToString()));
     }
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        KVPOOL_RETURN_IF_ERROR(WaitFd(fd_, POLLIN, deadline, endpoint_));
+        KVPOOL_RETURN_IF_ERROR(WaitFd(fd_, send ? POLLOUT : POLLIN, deadline, endpoint_));
         continue;
       }
-      return Status(ErrorCode::RPC_FAIL,
-                    fmt::format("receive from {}: {}", endpoint_.ToString(), strerror(errno)));
+      return Status(ErrorCode::RPC_FAIL, fmt::format("{} {}: {}", send ? "send to" : "receive from",
+                                                     endpoint_.ToString(), strerror(errno)));
     }
-    size_t left = static_cast<size_t>(n);
-    while (left > 0 && i < iov.size()) {
+    for (size_t left = static_cast<size_t>(n); left > 0 && i < iov.size();) {
       size_t take = std::min(left, iov[i].iov_len);
       iov[i].iov_base = static_cast<char*>(iov[i].iov_base) + take;
       iov[i].iov_len -= take;
@@ -217,12 +193,12 @@ Status Connection::Call(Method method, const google::protobuf::MessageLite& requ
   out.push_back({header, kFrameHeaderBytes});
   out.push_back({meta_buf_.data(), meta_buf_.size()});
   out.insert(out.end(), request_payload.begin(), request_payload.end());
-  Status st = SendAll(out, deadline);
+  Status st = MoveAll(out, deadline, /*send=*/true);
   if (!st.ok()) return Fail(st);
 
   uint8_t rheader[kFrameHeaderBytes];
   iovec hv{rheader, kFrameHeaderBytes};
-  st = RecvAll({&hv, 1}, deadline);
+  st = MoveAll({&hv, 1}, deadline, /*send=*/false);
   if (!st.ok()) return Fail(st);
   auto rh = DecodeFrameHeader(rheader, limits_);
   if (!rh.ok()) return Fail(rh.status());
@@ -234,7 +210,7 @@ Status Connection::Call(Method method, const google::protobuf::MessageLite& requ
   }
   meta_buf_.resize(rh->meta_len);
   iovec mv{meta_buf_.data(), meta_buf_.size()};
-  st = RecvAll({&mv, 1}, deadline);
+  st = MoveAll({&mv, 1}, deadline, /*send=*/false);
   if (!st.ok()) return Fail(st);
 
   if (rh->status != 0) {
@@ -251,7 +227,7 @@ Status Connection::Call(Method method, const google::protobuf::MessageLite& requ
                                    rh->payload_len, TotalLength(response_payload))));
   }
   std::vector<iovec> in(response_payload.begin(), response_payload.end());
-  st = RecvAll(in, deadline);
+  st = MoveAll(in, deadline, /*send=*/false);
   if (!st.ok()) return Fail(st);
   if (response != nullptr && !response->ParseFromString(meta_buf_)) {
     return Fail(Status(ErrorCode::RPC_FAIL,

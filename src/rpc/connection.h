@@ -57,8 +57,7 @@ class Connection {
 
  private:
   Connection(int fd, Endpoint endpoint, FrameLimits limits);
-  Status SendAll(std::span<iovec> iov, Deadline deadline);
-  Status RecvAll(std::span<iovec> iov, Deadline deadline);
+  Status MoveAll(std::span<iovec> iov, Deadline deadline, bool send);
   Status Fail(Status st);  // closes the socket, returns st
 
   int fd_;
