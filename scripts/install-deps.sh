@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian package kvpool needs to build, test and benchmark.
+# libcpp-httplib-dev: the master's HTTP admin/metrics server and `kvpool top`.
+# clang + libclang-rt-dev (libFuzzer runtime): tests/fuzz/run.sh.
 # The one place dependencies are listed; README's commands call it.
 set -euo pipefail
 PKGS=(
@@ -7,14 +9,32 @@ PKGS=(
   libasio-dev protobuf-compiler libprotobuf-dev
   libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev libxxhash-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libcpp-httplib-dev  # the master's HTTP admin server and `kvpool top` (top-level CMakeLists)
+  # The Python module (/usr/bin/python3) and its tests.
+  python3-dev pybind11-dev python3-pybind11 python3-pytest python3-numpy
 )
+# Installed when the distribution has them: the Python tests use torch tensors when present and
+# numpy arrays otherwise (Debian 12 ships python3-torch; other releases may not).
+OPTIONAL_PKGS=(python3-torch)
+
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
-for p in "${PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
+for p in "${PKGS[@]}"; do installed "$p" || missing+=("$p"); done
+optional=()
+for p in "${OPTIONAL_PKGS[@]}"; do installed "$p" || optional+=("$p"); done
+if [ ${#missing[@]} -gt 0 ] || [ ${#optional[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  echo "install-deps: installing ${missing[*]}"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  for p in "${optional[@]}"; do
+    if apt-cache policy "$p" 2>/dev/null | grep -q "Candidate: [^(]"; then
+      missing+=("$p")
+    else
+      echo "install-deps: $p is not available here; skipping it (optional)"
+    fi
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "install-deps: installing ${missing[*]}"
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+      "${missing[@]}"
+  fi
 fi

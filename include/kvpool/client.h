@@ -4,6 +4,8 @@
 // of its own DRAM to the pool and serves it to peers over TCP; keys placed there are read and
 // written by memcpy when this process asks, over TCP when others do. With
 // global_segment_size = 0 the process only uses segments of storage nodes (`kvpool node`).
+// Standalone (SetupStandalone): the process attaches to a `kvpool node` on its host, which does
+// the transfers into and out of the caller's HostMemAllocator pages (see StandaloneOptions).
 //
 // Zero copy. put_from / get_into move bytes straight between the caller's memory and the
 // segment (no staging buffer). The memory must lie inside a region registered with
@@ -53,6 +55,31 @@ struct ClientOptions {
   std::chrono::milliseconds heartbeat_interval{1000};
 };
 
+// Standalone mode: the process attaches to a `kvpool node` on the same host instead of talking
+// to the pool itself. The node moves the bytes: straight between its segment (or a peer's, over
+// TCP) and the caller's pages, which must come from kvpool's HostMemAllocator
+// (kvpool/host_allocator.h) so the node can map them. Only keys, region ids, offsets and sizes
+// cross the local socket. The engine can restart without losing the pool, and several engine
+// processes share one node.
+struct StandaloneOptions {
+  // The local node: "host:port" as given to `kvpool node --port` (port defaults to 50052; the
+  // host only documents intent: the node must run on this machine and is reached through the
+  // Unix socket "@kvpool_node_<port>.sock"). "@name" or "/path" names a socket directly (the
+  // node's --local_socket_path, e.g. across network namespaces).
+  std::string server_address = "127.0.0.1:50052";
+  // Bytes of host memory the engine intends to register (informational: logged by the node).
+  uint64_t mem_pool_size = 0;
+  // The staging buffer shared with the node for the copying calls (BatchPut/BatchGet, and
+  // zero-copy fallbacks of callers whose memory is not from HostMemAllocator). 0: 64 MiB.
+  uint64_t local_buffer_size = 0;
+  // Deadline of one control exchange with the node (attach, register, metadata calls).
+  std::chrono::milliseconds rpc_timeout{5000};
+  // Deadline of the data phase of one batch (the node's transfers).
+  std::chrono::milliseconds transfer_timeout{30000};
+  // Liveness ping period to the node; the node drops a client silent for 10 s.
+  std::chrono::milliseconds heartbeat_interval{1000};
+};
+
 // How to place the replicas of objects being put.
 struct ReplicateConfig {
   size_t replica_num = 1;                       // replicas on distinct segments, best effort
@@ -87,11 +114,31 @@ class Client {
   // RPC_TIMEOUT (master unreachable), NO_AVAILABLE_HANDLE (segment memory could not be mapped).
   static Result<std::unique_ptr<Client>> Setup(const ClientOptions& options);
 
+  // Attaches to the local node at options.server_address (standalone mode; see
+  // StandaloneOptions) and allocates the staging buffer. The returned client implements every
+  // call below, with these differences:
+  //  - RegisterBuffer(ptr, size) accepts any range inside ONE HostMemAllocator allocation
+  //    (whole or part, e.g. the K and V halves of one pool registered separately; the same or
+  //    an overlapping range again is harmless) and refuses any other memory with
+  //    UNAVAILABLE_IN_CURRENT_MODE, whose message says what was wrong and the ways out
+  //    (allocate with HostMemAllocator, turn standalone mode off, or use the copying calls).
+  //  - BatchPut / BatchGet copy through the staging buffer (one extra copy; values larger than
+  //    the buffer go through a temporary shared allocation).
+  //  - Control and data calls fail with RPC_FAIL / RPC_TIMEOUT within their deadline while the
+  //    node is unreachable; the client re-attaches (re-registering its buffers) as soon as the
+  //    node is back. HealthCheck: 2 while the node (or its master) is unreachable.
+  //  - SegmentName() is the node's segment.
+  // Errors: INVALID_PARAMS (bad address, zero timeouts), RPC_FAIL / RPC_TIMEOUT (no node
+  // listening: the message names the socket), NO_AVAILABLE_HANDLE (staging buffer).
+  static Result<std::unique_ptr<Client>> SetupStandalone(const StandaloneOptions& options);
+
   virtual ~Client() = default;
 
   // Registers [ptr, ptr+size) for zero-copy calls. Registering the same or an overlapping range
   // again is harmless. The memory stays owned by the caller and must stay valid until
-  // UnregisterBuffer or Close. Errors: INVALID_PARAMS (null pointer, size 0).
+  // UnregisterBuffer or Close. Errors: INVALID_PARAMS (null pointer, size 0); standalone mode:
+  // UNAVAILABLE_IN_CURRENT_MODE (not inside one HostMemAllocator allocation), RPC_FAIL /
+  // RPC_TIMEOUT (node unreachable; nothing was registered).
   virtual Status RegisterBuffer(void* ptr, size_t size) = 0;
   // Forgets the region that starts at `ptr`. Errors: INVALID_PARAMS (not registered).
   virtual Status UnregisterBuffer(void* ptr) = 0;
@@ -161,7 +208,8 @@ class Client {
 
   virtual Result<PoolStat> Stat() = 0;
 
-  // 0 healthy, 1 not set up (closed), 2 master unreachable. Never blocks past rpc_timeout.
+  // 0 healthy, 1 not set up (closed), 2 master (standalone: node or master) unreachable. Never
+  // blocks past rpc_timeout.
   virtual int HealthCheck() = 0;
   // Stops serving and unmounts the contributed segment (its objects leave the pool), stops the
   // heartbeat. Idempotent; calls after Close fail with UNAVAILABLE_IN_CURRENT_STATUS.

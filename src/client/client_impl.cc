@@ -55,8 +55,11 @@ template std::vector<Buffers> ToBuffers(const BufferRegistry&, const std::vector
                                         const std::vector<std::vector<size_t>>&,
                                         std::vector<Status>&);
 
-ClientImpl::ClientImpl(const ClientOptions& options)
-    : options_(options), client_id_(RandomId()), data_pool_("client " + client_id_) {}
+ClientImpl::ClientImpl(const ClientOptions& options, HostingOptions hosting)
+    : options_(options),
+      hosting_(std::move(hosting)),
+      client_id_(RandomId()),
+      data_pool_("client " + client_id_) {}
 
 ClientImpl::~ClientImpl() { (void)Close(); }
 
@@ -72,21 +75,30 @@ Status ClientImpl::Init() {
   auto ep = rpc::ParseEndpoint(options_.master_server_address, 50051, "master_server_address");
   if (!ep.ok()) return ep.status();
   master_ = std::make_unique<master::MasterClient>(*ep, client_id_);
-  // First contact doubles as the reachability check: a wrong address fails Setup, not a put.
-  auto ping = master_->Ping(RpcDeadline());
-  if (!ping.ok()) return ping.status();
+  if (hosting_.require_master) {
+    // First contact doubles as the reachability check: a wrong address fails Setup, not a put.
+    auto ping = master_->Ping(RpcDeadline());
+    if (!ping.ok()) return ping.status();
+  }
   if (options_.global_segment_size > 0) {
     node::SegmentHostOptions ho;
     ho.advertise_host = options_.local_hostname;
-    ho.bind_host = "0.0.0.0";
+    ho.bind_host = hosting_.bind_host;
     ho.port = options_.segment_port;
     ho.size = options_.global_segment_size;
     ho.memory.huge_pages = options_.use_hugepage;
+    ho.memory.prefault = hosting_.prefault;
+    ho.io_threads = hosting_.io_threads;
     auto host = node::SegmentHost::Start(ho);
     if (!host.ok()) return host.status();
     host_ = std::move(host).value();
     local_ = std::make_unique<transfer::LocalTransport>(&host_->table());
-    KVPOOL_RETURN_IF_ERROR(host_->Mount(*master_, RpcDeadline()));
+    Status mounted = host_->Mount(*master_, RpcDeadline());
+    if (!mounted.ok()) {
+      if (hosting_.require_master) return mounted;
+      spdlog::warn("segment={} not mounted yet: error={} (will retry)", host_->name(),
+                   mounted.ToString());
+    }
   }
   heartbeat_ =
       std::make_unique<node::Heartbeat>(master_.get(), options_.heartbeat_interval,
@@ -156,24 +168,27 @@ std::vector<Status> ClientImpl::BatchUpsertFrom(const std::vector<std::string>& 
                                                 const std::vector<const void*>& ptrs,
                                                 const std::vector<size_t>& sizes,
                                                 const ReplicateConfig& config) {
-  std::vector<Status> errors;
-  auto sources = ToBuffers(buffers_, keys, OnePerKey(ptrs), OnePerKey(sizes), errors);
-  auto results = PutBatch(keys, sources, config, /*upsert=*/true);
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (!errors[i].ok()) results[i] = errors[i];
-  }
-  return results;
+  return PutMulti(keys, OnePerKey(ptrs), OnePerKey(sizes), config, /*upsert=*/true,
+                  Deadline::max());
 }
 
 std::vector<Status> ClientImpl::BatchPutFromMultiBuffers(
     const std::vector<std::string>& keys, const std::vector<std::vector<const void*>>& ptrs,
     const std::vector<std::vector<size_t>>& sizes, const ReplicateConfig& config) {
+  return PutMulti(keys, ptrs, sizes, config, /*upsert=*/false, Deadline::max());
+}
+
+std::vector<Status> ClientImpl::PutMulti(const std::vector<std::string>& keys,
+                                         const std::vector<std::vector<const void*>>& ptrs,
+                                         const std::vector<std::vector<size_t>>& sizes,
+                                         const ReplicateConfig& config, bool upsert,
+                                         Deadline limit) {
   std::vector<Status> errors;
   auto sources = ToBuffers(buffers_, keys, ptrs, sizes, errors);
   for (size_t i = 0; i < keys.size(); ++i) {
     if (!errors[i].ok()) sources[i].clear();  // PutBatch reports INVALID_PARAMS; overridden below
   }
-  auto results = PutBatch(keys, sources, config, /*upsert=*/false);
+  auto results = PutBatch(keys, sources, config, upsert, limit);
   for (size_t i = 0; i < keys.size(); ++i) {
     if (!errors[i].ok()) results[i] = errors[i];
   }
@@ -189,10 +204,29 @@ std::vector<Result<uint64_t>> ClientImpl::BatchGetInto(const std::vector<std::st
 std::vector<Result<uint64_t>> ClientImpl::BatchGetIntoMultiBuffers(
     const std::vector<std::string>& keys, const std::vector<std::vector<void*>>& ptrs,
     const std::vector<std::vector<size_t>>& sizes) {
+  return GetMulti(keys, ptrs, sizes, Deadline::max());
+}
+
+std::vector<Result<uint64_t>> ClientImpl::GetMulti(const std::vector<std::string>& keys,
+                                                   const std::vector<std::vector<void*>>& ptrs,
+                                                   const std::vector<std::vector<size_t>>& sizes,
+                                                   Deadline limit) {
   std::vector<Status> errors;
   auto dests = ToBuffers(buffers_, keys, ptrs, sizes, errors);
-  return GetBatch(keys, errors, [&dests](size_t i, uint64_t) { return dests[i]; });
+  return GetBatch(
+      keys, errors, [&dests](size_t i, uint64_t) { return dests[i]; }, limit);
 }
+
+std::vector<Result<uint64_t>> ClientImpl::GetWithDest(const std::vector<std::string>& keys,
+                                                      const DestFor& dest_for, Deadline limit) {
+  return GetBatch(keys, std::vector<Status>(keys.size()), dest_for, limit);
+}
+
+bool ClientImpl::MasterReachable() const {
+  return heartbeat_ != nullptr && heartbeat_->master_reachable();
+}
+
+uint16_t ClientImpl::SegmentPort() const { return host_ ? host_->port() : 0; }
 
 std::vector<Status> ClientImpl::BatchPut(const std::vector<std::string>& keys,
                                          const std::vector<std::span<const uint8_t>>& values,
@@ -208,16 +242,19 @@ std::vector<Status> ClientImpl::BatchPut(const std::vector<std::string>& keys,
   for (size_t i = 0; i < keys.size(); ++i) {
     sources[i].push_back({const_cast<uint8_t*>(values[i].data()), values[i].size()});
   }
-  return PutBatch(keys, sources, config, /*upsert=*/false);
+  return PutBatch(keys, sources, config, /*upsert=*/false, Deadline::max());
 }
 
 std::vector<Result<std::vector<uint8_t>>> ClientImpl::BatchGet(
     const std::vector<std::string>& keys) {
   std::vector<std::vector<uint8_t>> values(keys.size());
-  auto sizes = GetBatch(keys, std::vector<Status>(keys.size()), [&values](size_t i, uint64_t n) {
-    values[i].resize(n);
-    return Buffers{{values[i].data(), n}};
-  });
+  auto sizes = GetBatch(
+      keys, std::vector<Status>(keys.size()),
+      [&values](size_t i, uint64_t n) {
+        values[i].resize(n);
+        return Buffers{{values[i].data(), n}};
+      },
+      Deadline::max());
   std::vector<Result<std::vector<uint8_t>>> out;
   out.reserve(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {

@@ -4,6 +4,7 @@
 
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -27,11 +28,42 @@ using Buffers = std::vector<iovec>;
 // buffer" (INVALID_PARAMS); a list shorter than the object means BUFFER_OVERFLOW.
 using DestFor = std::function<Buffers(size_t index, uint64_t object_size)>;
 
+// What `kvpool node` sets beyond ClientOptions when it runs its store through a ClientImpl.
+struct HostingOptions {
+  std::string bind_host = "0.0.0.0";  // the data server's listen address
+  bool prefault = false;              // fault the segment in at start
+  int io_threads = 2;                 // data server threads
+  // true: Init fails when the master is unreachable (a client's set-up). false (a node): Init
+  // succeeds and the heartbeat mounts the segment once the master answers.
+  bool require_master = true;
+};
+
 class ClientImpl : public Client {
  public:
-  explicit ClientImpl(const ClientOptions& options);
+  explicit ClientImpl(const ClientOptions& options, HostingOptions hosting = {});
   ~ClientImpl() override;
   Status Init();
+
+  // ---- Entry points for the node's attach service (not part of the public Client) ----
+  // Like BatchPutFromMultiBuffers (upsert: like BatchUpsertFrom, with several buffers per
+  // object), with every wait also bounded by `limit`.
+  std::vector<Status> PutMulti(const std::vector<std::string>& keys,
+                               const std::vector<std::vector<const void*>>& ptrs,
+                               const std::vector<std::vector<size_t>>& sizes,
+                               const ReplicateConfig& config, bool upsert, Deadline limit);
+  // Like BatchGetIntoMultiBuffers, with every wait also bounded by `limit`.
+  std::vector<Result<uint64_t>> GetMulti(const std::vector<std::string>& keys,
+                                         const std::vector<std::vector<void*>>& ptrs,
+                                         const std::vector<std::vector<size_t>>& sizes,
+                                         Deadline limit);
+  // A get whose destinations are chosen once sizes are known (`dest_for`, called on this
+  // thread); the memory need not be registered: the caller vouches for it.
+  std::vector<Result<uint64_t>> GetWithDest(const std::vector<std::string>& keys,
+                                            const DestFor& dest_for, Deadline limit);
+  // True while the master answers the heartbeat.
+  bool MasterReachable() const;
+  // The data port of the contributed segment (0 when none).
+  uint16_t SegmentPort() const;
 
   Status RegisterBuffer(void* ptr, size_t size) override;
   Status UnregisterBuffer(void* ptr) override;
@@ -76,21 +108,28 @@ class ClientImpl : public Client {
   // put_path.cc
   std::vector<Status> PutBatch(const std::vector<std::string>& keys,
                                const std::vector<Buffers>& sources, const ReplicateConfig& config,
-                               bool upsert);
+                               bool upsert, Deadline limit);
   // get_path.cc
   // Keys whose `pre` status is not OK are skipped (their result is that status).
   std::vector<Result<uint64_t>> GetBatch(const std::vector<std::string>& keys,
-                                         const std::vector<Status>& pre, const DestFor& dest_for);
+                                         const std::vector<Status>& pre, const DestFor& dest_for,
+                                         Deadline limit);
 
   // The transport that reaches `segment_name`: memcpy for our own segment, TCP otherwise.
   transfer::Transport& TransportFor(const std::string& segment_name);
   // UNAVAILABLE_IN_CURRENT_STATUS after Close().
   Status CheckOpen() const;
-  Deadline RpcDeadline() const { return DeadlineAfter(options_.rpc_timeout); }
-  Deadline TransferDeadline() const { return DeadlineAfter(options_.transfer_timeout); }
+  // Deadlines of one control call / one data phase, never past `limit`.
+  Deadline RpcDeadline(Deadline limit = Deadline::max()) const {
+    return std::min(DeadlineAfter(options_.rpc_timeout), limit);
+  }
+  Deadline TransferDeadline(Deadline limit = Deadline::max()) const {
+    return std::min(DeadlineAfter(options_.transfer_timeout), limit);
+  }
   void MountOwnSegment();
 
   const ClientOptions options_;
+  const HostingOptions hosting_;
   const std::string client_id_;
   std::unique_ptr<master::MasterClient> master_;
   rpc::ConnectionPool data_pool_;

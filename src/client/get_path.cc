@@ -21,7 +21,7 @@ const rpc::Replica& PickReplica(const rpc::ObjectLocation& loc, const std::strin
 
 std::vector<Result<uint64_t>> ClientImpl::GetBatch(const std::vector<std::string>& keys,
                                                    const std::vector<Status>& pre,
-                                                   const DestFor& dest_for) {
+                                                   const DestFor& dest_for, Deadline limit) {
   std::vector<Status> status(keys.size());
   std::vector<Result<uint64_t>> results(keys.size(), Status(ErrorCode::INTERNAL_ERROR, ""));
   auto fail_all = [&](const Status& st) { return std::vector<Result<uint64_t>>(keys.size(), st); };
@@ -37,7 +37,7 @@ std::vector<Result<uint64_t>> ClientImpl::GetBatch(const std::vector<std::string
   const Clock::time_point asked = Clock::now();  // the lease runs from no earlier than this
   Result<rpc::GetReplicaListReply> located = rpc::GetReplicaListReply();
   if (!sent.empty()) {
-    located = master_->GetReplicaList(wanted, /*no_lease=*/false, RpcDeadline());
+    located = master_->GetReplicaList(wanted, /*no_lease=*/false, RpcDeadline(limit));
     if (located.ok() && located->objects_size() != static_cast<int>(sent.size())) {
       located = Status(ErrorCode::INTERNAL_ERROR, "master answered GET for another batch");
     }
@@ -78,7 +78,7 @@ std::vector<Result<uint64_t>> ClientImpl::GetBatch(const std::vector<std::string
   }
   plan.Run(/*write=*/false,
            [this](const std::string& s) -> transfer::Transport& { return TransportFor(s); },
-           TransferDeadline(), status);
+           TransferDeadline(limit), status);
 
   const bool lease_expired =
       !sent.empty() && Clock::now() > asked + Millis(located->lease_ttl_ms());

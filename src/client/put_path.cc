@@ -4,21 +4,12 @@
 #include <spdlog/spdlog.h>
 
 #include "client/client_impl.h"
+#include "client/replicate_config_proto.h"
 #include "client/transfer_plan.h"
 #include "common/keys.h"
 
 namespace kvpool::client {
 namespace {
-
-rpc::ReplicateConfig ToProto(const ReplicateConfig& c) {
-  rpc::ReplicateConfig p;
-  p.set_replica_num(static_cast<uint32_t>(c.replica_num));
-  p.set_with_soft_pin(c.with_soft_pin);
-  p.set_with_hard_pin(c.with_hard_pin);
-  for (const auto& s : c.preferred_segments) p.add_preferred_segments(s);
-  p.set_prefer_alloc_in_same_node(c.prefer_alloc_in_same_node);
-  return p;
-}
 
 Status FromCode(int32_t code, const std::string& message) {
   return Status(ErrorCodeFromInt(code), message);
@@ -28,7 +19,8 @@ Status FromCode(int32_t code, const std::string& message) {
 
 std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
                                          const std::vector<Buffers>& sources,
-                                         const ReplicateConfig& config, bool upsert) {
+                                         const ReplicateConfig& config, bool upsert,
+                                         Deadline limit) {
   std::vector<Status> results(keys.size());
   if (Status st = CheckOpen(); !st.ok()) return std::vector<Status>(keys.size(), st);
   if (config.replica_num == 0) {
@@ -49,7 +41,7 @@ std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
   }
   if (sent.empty()) return results;
 
-  auto started = master_->PutStart(items, ToProto(config), upsert, RpcDeadline());
+  auto started = master_->PutStart(items, ToProto(config), upsert, RpcDeadline(limit));
   if (started.ok() && started->results_size() != static_cast<int>(sent.size())) {
     started = Status(ErrorCode::INTERNAL_ERROR, "master answered PUT_START for another batch");
   }
@@ -80,7 +72,7 @@ std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
   }
   plan.Run(/*write=*/true,
            [this](const std::string& s) -> transfer::Transport& { return TransportFor(s); },
-           TransferDeadline(), results);
+           TransferDeadline(limit), results);
 
   std::vector<std::string> commit_keys, revoke_keys;
   std::vector<size_t> committed;
@@ -93,7 +85,7 @@ std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
       spdlog::debug("key={} put failed, revoking: error={}", keys[i], results[i].ToString());
     }
   }
-  auto ended = master_->PutEnd(commit_keys, revoke_keys, RpcDeadline());
+  auto ended = master_->PutEnd(commit_keys, revoke_keys, RpcDeadline(limit));
   if (!ended.ok()) {
     // Not committed: invisible to readers; the master reclaims the reservations.
     for (size_t i : committed) results[i] = ended.status();

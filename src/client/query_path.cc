@@ -132,7 +132,9 @@ Status ClientImpl::Close() {
   if (heartbeat_ != nullptr) heartbeat_->Stop();
   if (host_ != nullptr) {
     Status st = host_->Unmount(*master_, RpcDeadline());
-    if (!st.ok()) {
+    if (st.ok()) {
+      spdlog::info("unmounted segment={}", host_->name());
+    } else {
       spdlog::warn("unmount of segment={} failed: error={} (the master drops it after its TTL)",
                    host_->name(), st.ToString());
     }

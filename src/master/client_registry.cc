@@ -36,4 +36,12 @@ size_t ClientRegistry::size() const {
   return clients_.size();
 }
 
+std::vector<ClientRegistry::Snapshot> ClientRegistry::List() const {
+  std::lock_guard lock(mu_);
+  std::vector<Snapshot> out;
+  out.reserve(clients_.size());
+  for (const auto& [id, e] : clients_) out.push_back(Snapshot{id, e.handle, e.known, e.last_seen});
+  return out;
+}
+
 }  // namespace kvpool::master

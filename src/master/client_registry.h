@@ -40,6 +40,15 @@ class ClientRegistry {
   std::vector<DeadClient> ExpireDead(Clock::time_point now, Clock::duration ttl);
   size_t size() const;
 
+  struct Snapshot {
+    std::string client_id;
+    uint32_t handle = 0;
+    bool known = false;
+    Clock::time_point last_seen;
+  };
+  // Every client, in no particular order (copies under the lock: for admin views, not hot paths).
+  std::vector<Snapshot> List() const;
+
  private:
   struct Entry {
     uint32_t handle;

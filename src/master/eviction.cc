@@ -137,6 +137,7 @@ EvictionResult Evictor::Evict(uint64_t target_bytes, std::optional<uint64_t> seg
     }
   }
   evicted_total_.fetch_add(total.objects, std::memory_order_relaxed);
+  evicted_bytes_total_.fetch_add(total.bytes, std::memory_order_relaxed);
   if (total.objects > 0) {
     spdlog::info("eviction freed bytes={} objects={} target={} segment={}", total.bytes,
                  total.objects, target_bytes, segment ? std::to_string(*segment) : "all");

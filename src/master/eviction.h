@@ -40,6 +40,10 @@ class Evictor {
 
   // Objects evicted since construction.
   uint64_t evicted_total() const { return evicted_total_.load(std::memory_order_relaxed); }
+  // Replica bytes freed by evictions since construction (as counted toward their targets).
+  uint64_t evicted_bytes_total() const {
+    return evicted_bytes_total_.load(std::memory_order_relaxed);
+  }
 
  private:
   static constexpr size_t kSamplesPerShard = 512;
@@ -66,6 +70,7 @@ class Evictor {
   SegmentRegistry* const registry_;
   std::mutex mu_;  // serialises evictions
   std::atomic<uint64_t> evicted_total_{0};
+  std::atomic<uint64_t> evicted_bytes_total_{0};
 };
 
 }  // namespace kvpool::master

@@ -10,6 +10,18 @@
 namespace kvpool::master {
 namespace {
 
+double UnixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+void Tally(const HousekeepingReport& r, HousekeepingTotals& t) {
+  t.clients_expired.Add(r.dead_clients);
+  t.segments_unmounted.Add(r.segments_unmounted);
+  t.objects_dropped.Add(r.objects_dropped);
+  t.reservations_reclaimed.Add(r.reservations_reclaimed);
+  t.watermark_evicted_objects.Add(r.evicted.objects);
+}
+
 rpc::ServerOptions ServerOptionsOf(const MasterOptions& o) {
   rpc::ServerOptions s;
   s.name = "kvpool master";
@@ -25,7 +37,13 @@ Master::Master(const MasterOptions& options)
     : options_(options),
       core_(options),
       service_(&core_),
-      server_(std::make_unique<rpc::Server>(ServerOptionsOf(options), &service_)) {}
+      server_(std::make_unique<rpc::Server>(ServerOptionsOf(options), &service_)),
+      routes_(&core_, &service_.metrics(), UnixNow()) {
+  if (options.enable_http_admin) {
+    http_ = std::make_unique<HttpAdmin>(MetricsHostOf(options),
+                                        static_cast<uint16_t>(options.metrics_port), &routes_);
+  }
+}
 
 Master::~Master() { Stop(); }
 
@@ -37,7 +55,12 @@ Status Master::Start() {
     }
     started_ = true;
   }
-  Status st = server_->Start();
+  // HTTP first: it can be stopped and started again should the RPC port be taken.
+  Status st = http_ != nullptr ? http_->Start() : Status::Ok();
+  if (st.ok()) {
+    st = server_->Start();
+    if (!st.ok() && http_ != nullptr) http_->Stop();
+  }
   if (!st.ok()) {
     std::lock_guard lock(mu_);
     started_ = false;  // a later Start may try again
@@ -53,6 +76,7 @@ void Master::Stop() {
     stopping_ = true;
   }
   cv_.notify_all();
+  if (http_ != nullptr) http_->Stop();
   if (housekeeper_.joinable()) housekeeper_.join();
   server_->Stop();
 }
@@ -62,6 +86,7 @@ void Master::HousekeepingLoop() {
   while (!cv_.wait_for(lock, options_.housekeeping_interval, [this] { return stopping_; })) {
     lock.unlock();
     HousekeepingReport r = core_.Housekeeping(Clock::now());
+    Tally(r, service_.metrics().housekeeping());
     if (r.dead_clients + r.reservations_reclaimed + r.evicted.objects > 0) {
       spdlog::info(
           "housekeeping dead_clients={} segments_unmounted={} objects_dropped={} "
@@ -82,12 +107,18 @@ int RunMaster(const MasterOptions& options) {
   Master master(options);
   st = master.Start();
   if (!st.ok()) {
-    std::fprintf(stderr, "kvpool master: cannot listen on %s:%d: %s\n", options.rpc_host.c_str(),
-                 options.rpc_port, st.ToString().c_str());
+    // Both servers' errors name the address they could not bind.
+    std::fprintf(stderr, "kvpool master: cannot start: %s\n", st.ToString().c_str());
     return 1;
   }
   spdlog::info("kvpool master listening on {}:{} epoch={:016x}", options.rpc_host, master.port(),
                master.epoch());
+  if (options.enable_http_admin) {
+    spdlog::info(
+        "kvpool master http admin on {}:{} (/metrics /health /segments /objects "
+        "/object /clients)",
+        MetricsHostOf(options), master.http_port());
+  }
   int sig = WaitForTerminationSignal();
   spdlog::info("kvpool master stopping on signal {}", sig);
   master.Stop();

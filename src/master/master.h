@@ -1,5 +1,5 @@
-// The master process's parts put together: the core, its RPC server and the housekeeping
-// thread, with one owner (Master) that starts and stops them all.
+// The master process's parts put together: the core, its RPC server, the housekeeping thread
+// and the HTTP admin server, with one owner (Master) that starts and stops them all.
 #pragma once
 
 #include <condition_variable>
@@ -9,6 +9,8 @@
 #include <thread>
 
 #include "kvpool/status.h"
+#include "master/admin_routes.h"
+#include "master/http_admin.h"
 #include "master/master_core.h"
 #include "master/master_options.h"
 #include "master/master_service.h"
@@ -24,20 +26,24 @@ class Master {
   Master(const Master&) = delete;
   Master& operator=(const Master&) = delete;
 
-  // Binds the RPC port and starts the server threads and the housekeeping thread (which calls
-  // MasterCore::Housekeeping every options.housekeeping_interval).
-  // Errors: RPC_FAIL naming the address when the port is taken; INVALID_PARAMS for a host that
-  // is not an IP address; UNAVAILABLE_IN_CURRENT_STATUS when already started (a failed Start
-  // may be retried).
+  // Binds the RPC port and starts the server threads, the housekeeping thread (which calls
+  // MasterCore::Housekeeping every options.housekeeping_interval) and, with enable_http_admin,
+  // the HTTP admin server on metrics_port.
+  // Errors: RPC_FAIL naming the address when the RPC or the metrics port is taken (nothing is
+  // left running); INVALID_PARAMS for a host that is not an IP address;
+  // UNAVAILABLE_IN_CURRENT_STATUS when already started (a failed Start may be retried).
   Status Start();
   // Stops serving, joins every thread. Idempotent; safe without Start().
   void Stop();
 
   // The bound port (useful with rpc_port 0). Valid after a successful Start().
   uint16_t port() const { return server_->port(); }
+  // The bound HTTP admin port; 0 when enable_http_admin is false. Valid after Start().
+  uint16_t http_port() const { return http_ != nullptr ? http_->port() : 0; }
   uint64_t epoch() const { return core_.epoch(); }
   // For in-process callers and tests. Thread-safe.
   MasterCore& core() { return core_; }
+  const MasterMetrics& metrics() const { return service_.metrics(); }
 
  private:
   void HousekeepingLoop();
@@ -46,6 +52,8 @@ class Master {
   MasterCore core_;
   MasterService service_;
   std::unique_ptr<rpc::Server> server_;
+  AdminRoutes routes_;
+  std::unique_ptr<HttpAdmin> http_;  // null unless enable_http_admin
   std::thread housekeeper_;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -26,6 +27,43 @@
 namespace kvpool::master {
 
 // What one Housekeeping call did (for logs and tests).
+// Admin views (master_admin.cc): read-only snapshots for the HTTP admin endpoints.
+struct ObjectListing {
+  struct Entry {
+    std::string key;
+    uint64_t size = 0;
+    bool pending = false;
+  };
+  std::vector<Entry> objects;
+  std::string next_cursor;  // empty: the listing is complete
+};
+
+struct ObjectInfo {
+  struct Replica {
+    std::string segment_name;  // empty when the segment was just unmounted
+    std::string endpoint;
+    uint64_t segment_id = 0;
+    uint64_t offset = 0;
+  };
+  std::string key;
+  uint64_t size = 0;
+  bool pending = false;
+  int64_t lease_remaining_ms = 0;  // complete objects: read lease left (0: none)
+  int64_t pending_age_ms = 0;      // pending objects: time since put start
+  int64_t idle_ms = 0;             // time since put start or last leased read (eviction's clock)
+  bool soft_pinned = false;
+  bool hard_pinned = false;
+  std::string writer;  // client id of the put's writer, when still alive
+  std::vector<Replica> replicas;
+};
+
+struct ClientInfo {
+  std::string client_id;
+  bool known = false;  // pinged or mounted in this master process
+  int64_t last_seen_ms_ago = 0;
+  std::vector<std::string> segments;  // mounted by this client
+};
+
 struct HousekeepingReport {
   size_t dead_clients = 0;
   size_t segments_unmounted = 0;      // segments of dead clients
@@ -96,6 +134,28 @@ class MasterCore {
   rpc::RemoveAllReply RemoveAll(const rpc::RemoveAll& req, TimePoint now);
   rpc::StatReply Stat() const;
 
+  // ---- Admin views (master_admin.cc) ----
+  // Most keys one ListObjects page returns.
+  static constexpr size_t kMaxListLimit = 10000;
+  // Objects one ListObjects page scans before it stops at a shard boundary.
+  static constexpr size_t kListScanBudget = 1 << 18;
+  // Keys starting with `prefix`, at most `limit`, from after `cursor` ("" starts; then the
+  // previous page's next_cursor). The order (by shard, then by key bytes) is stable, so paging
+  // never repeats a key and visits every key that exists throughout. Each shard's lock is held
+  // for one pass over that shard only; a page stops early once it has scanned about
+  // kListScanBudget objects, so a page may hold fewer than `limit` keys and still have a
+  // next_cursor.
+  // Errors: INVALID_PARAMS (limit 0 or above kMaxListLimit; a cursor this master did not make).
+  Result<ObjectListing> ListObjects(std::string_view prefix, size_t limit, std::string_view cursor);
+  // Errors: INVALID_KEY; OBJECT_NOT_FOUND.
+  Result<ObjectInfo> InspectObject(std::string_view key, TimePoint now);
+  // The clients heard from within client_ttl, by client id.
+  std::vector<ClientInfo> ListClients(TimePoint now) const;
+  // Objects whose put started and has not ended (locks each shard in turn).
+  size_t PendingObjects();
+  // Replica bytes freed by eviction since start.
+  uint64_t evicted_bytes_total() const { return evictor_.evicted_bytes_total(); }
+
   // Expires clients silent for client_ttl (unmounting their segments, dropping the replicas
   // there and revoking their pending puts), reclaims pending puts older than
   // put_start_release_timeout, performs due deferred frees and runs watermark eviction.
@@ -122,6 +182,10 @@ class MasterCore {
   size_t ExpireClients(TimePoint now, HousekeepingReport* report);
   size_t ReclaimStaleReservations(int64_t now_ns);
   EvictionResult WatermarkEviction(int64_t now_ns);
+  // ListObjects' pass over shard `index`: adds up to `limit` - listing->objects.size() keys
+  // after `after` (all when `after` is empty). Returns objects scanned.
+  size_t ListShard(size_t index, std::string_view prefix, size_t limit, std::string_view after,
+                   ObjectListing* listing);
 
   const MasterOptions options_;
   const uint64_t epoch_;

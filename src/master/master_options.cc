@@ -52,6 +52,13 @@ void AddMasterFlags(CLI::App& app, MasterOptions& o) {
          },
          "alignment of every replica's offset and size (e.g. 64, 4KiB)")
       ->default_str(std::to_string(o.allocation_alignment));
+  app.add_option("--enable_http_admin", o.enable_http_admin,
+                 "serve /metrics and the admin endpoints over HTTP (true/false)")
+      ->capture_default_str();
+  app.add_option("--metrics_port", o.metrics_port, "HTTP admin/metrics port (0: any free port)")
+      ->capture_default_str();
+  app.add_option("--metrics_host", o.metrics_host,
+                 "address the HTTP admin server binds (default: --rpc_host)");
   app.add_option("--log_level", o.log_level, "trace, debug, info, warn, error, critical, off")
       ->capture_default_str();
   app.set_config("--config", "", "INI or TOML file with the same option names");
@@ -91,6 +98,13 @@ Status ValidateMasterOptions(const MasterOptions& o) {
     return Bad(
         "put_start_release_timeout_sec", std::to_string(release.count()),
         fmt::format("{}..86400 seconds (at least put_start_discard_timeout_sec)", discard.count()));
+  }
+  if (o.metrics_port < 0 || o.metrics_port > 65535) {
+    return Bad("metrics_port", std::to_string(o.metrics_port), "0..65535");
+  }
+  if (o.enable_http_admin && o.metrics_port != 0 && o.metrics_port == o.rpc_port) {
+    return Bad("metrics_port", std::to_string(o.metrics_port),
+               "a port other than --rpc_port (or 0 for any free port)");
   }
   uint64_t a = o.allocation_alignment;
   if (a == 0 || a > (1u << 20) || (a & (a - 1)) != 0) {

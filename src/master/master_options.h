@@ -44,6 +44,15 @@ struct MasterOptions {
   // Every replica's offset and reserved size are multiples of this. Flag --allocation_alignment
   // (a size: "64", "4KiB"). Default 64 bytes; a power of two in 1 B .. 1 MiB.
   uint64_t allocation_alignment = 64;
+  // Serve /metrics and the admin endpoints (/health, /segments, /objects, /object, /clients)
+  // over HTTP. Flag --enable_http_admin (true/false). Default true.
+  bool enable_http_admin = true;
+  // Port of the HTTP admin server. Flag --metrics_port. Default 9003 (Mooncake's metrics port);
+  // 0 picks any free port (tests). Must differ from --rpc_port.
+  int metrics_port = 9003;
+  // Address the HTTP admin server binds. Flag --metrics_host. Default "" (same as --rpc_host).
+  // The endpoints are unauthenticated: bind them to a trusted network.
+  std::string metrics_host;
   // spdlog level. Flag --log_level. Default "info"; one of trace, debug, info, warn, error,
   // critical, off.
   std::string log_level = "info";
@@ -60,5 +69,10 @@ void AddMasterFlags(CLI::App& app, MasterOptions& o);
 
 // OK, or INVALID_PARAMS naming the first bad flag, its value and the valid range.
 Status ValidateMasterOptions(const MasterOptions& o);
+
+// The address the HTTP admin server binds: metrics_host, or rpc_host when that is empty.
+inline const std::string& MetricsHostOf(const MasterOptions& o) {
+  return o.metrics_host.empty() ? o.rpc_host : o.metrics_host;
+}
 
 }  // namespace kvpool::master

@@ -88,6 +88,22 @@ TEST(MasterOptionsTest, ConfigFileWithFlagOverride) {
   std::remove(path.c_str());
 }
 
+TEST(MasterOptionsTest, HttpAdminFlags) {
+  MasterOptions d = ParseArgs({});
+  EXPECT_TRUE(d.enable_http_admin);
+  EXPECT_EQ(d.metrics_port, 9003);
+  EXPECT_EQ(MetricsHostOf(d), "0.0.0.0");  // follows --rpc_host
+  MasterOptions o = ParseArgs({"--metrics_port", "0", "--metrics_host", "127.0.0.1",
+                               "--enable_http_admin", "false", "--rpc_host", "10.0.0.1"});
+  EXPECT_EQ(o.metrics_port, 0);
+  EXPECT_FALSE(o.enable_http_admin);
+  EXPECT_EQ(MetricsHostOf(o), "127.0.0.1");
+  EXPECT_TRUE(ValidateMasterOptions(o).ok());
+  // Disabled, the port may be anything in range (it is not bound).
+  o.metrics_port = o.rpc_port;
+  EXPECT_TRUE(ValidateMasterOptions(o).ok());
+}
+
 TEST(MasterOptionsTest, BadAlignmentTextIsAParseError) {
   EXPECT_THROW(ParseArgs({"--allocation_alignment", "12%"}), CLI::ParseError);
 }
@@ -115,6 +131,8 @@ TEST(MasterOptionsTest, ValidationNamesFlagValueAndRange) {
        "--put_start_release_timeout_sec", "10"},
       {[](auto& o) { o.allocation_alignment = 100; }, "--allocation_alignment", "100"},
       {[](auto& o) { o.log_level = "loud"; }, "--log_level", "loud"},
+      {[](auto& o) { o.metrics_port = -1; }, "--metrics_port", "-1"},
+      {[](auto& o) { o.metrics_port = o.rpc_port; }, "--metrics_port", "50051"},
   };
   for (const auto& c : cases) {
     MasterOptions o;

@@ -12,28 +12,60 @@ bool Parse(std::string_view meta, M* msg) {
   return msg->ParseFromArray(meta.data(), static_cast<int>(meta.size()));
 }
 
-rpc::Reply Unparsable(std::string_view method) {
+rpc::Reply Unparsable(std::string_view method, MasterMetrics::Call& call) {
+  call.Error(ErrorCode::INVALID_PARAMS);
   return rpc::Reply::Error(
       Status(ErrorCode::INVALID_PARAMS, fmt::format("{}: request does not parse", method)));
 }
 
-rpc::Reply ReplyOf(const Status& st) {
-  return st.ok() ? rpc::Reply::Of(rpc::Empty()) : rpc::Reply::Error(st);
+// Keys a request carries, for metrics.
+uint64_t KeysOf(const rpc::PutStart& r) { return r.items_size(); }
+uint64_t KeysOf(const rpc::PutEnd& r) { return r.commit_keys_size() + r.revoke_keys_size(); }
+uint64_t KeysOf(const rpc::KeysRequest& r) { return r.keys_size(); }
+template <typename M>
+uint64_t KeysOf(const M&) {
+  return 0;
+}
+
+// Per-key outcomes of a reply, for metrics (replies without per-key results have none).
+template <typename M>
+void OutcomesOf(const M& m, MasterMetrics::Call& call) {
+  if constexpr (requires { call.Outcomes(m); }) call.Outcomes(m);
+}
+
+rpc::Reply ReplyOf(const Status& st, MasterMetrics::Call& call) {
+  if (!st.ok()) {
+    call.Error(st.code());
+    return rpc::Reply::Error(st);
+  }
+  return rpc::Reply::Of(rpc::Empty());
 }
 
 template <typename T>
-rpc::Reply ReplyOf(const Result<T>& r) {
-  return r.ok() ? rpc::Reply::Of(r.value()) : rpc::Reply::Error(r.status());
+rpc::Reply ReplyOf(const Result<T>& r, MasterMetrics::Call& call) {
+  if (!r.ok()) {
+    call.Error(r.code());
+    return rpc::Reply::Error(r.status());
+  }
+  OutcomesOf(r.value(), call);
+  return rpc::Reply::Of(r.value());
 }
 
-rpc::Reply ReplyOf(const google::protobuf::MessageLite& m) { return rpc::Reply::Of(m); }
+// A reply message (partial ordering prefers the Result overload above for a Result).
+template <typename M>
+rpc::Reply ReplyOf(const M& m, MasterMetrics::Call& call) {
+  OutcomesOf(m, call);
+  return rpc::Reply::Of(m);
+}
 
-// Parses a `Req` from `meta` and answers `call(req)`.
+// Parses a `Req` from `meta` and answers `call(req)`, accounting it in `mc`.
 template <typename Req, typename Call>
-rpc::Reply Serve(std::string_view name, std::string_view meta, Call&& call) {
+rpc::Reply Serve(std::string_view name, std::string_view meta, MasterMetrics::Call& mc,
+                 Call&& call) {
   Req req;
-  if (!Parse(meta, &req)) return Unparsable(name);
-  return ReplyOf(call(req));
+  if (!Parse(meta, &req)) return Unparsable(name, mc);
+  mc.Keys(KeysOf(req));
+  return ReplyOf(call(req), mc);
 }
 
 }  // namespace
@@ -41,38 +73,41 @@ rpc::Reply Serve(std::string_view name, std::string_view meta, Call&& call) {
 rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta) {
   MasterCore& c = *core_;
   const auto now = clock_();
+  MasterMetrics::Call mc(&metrics_, MetricMethodOf(method));
   switch (method) {
     case rpc::PING:
-      return Serve<rpc::Ping>("ping", meta, [&](const auto& r) { return c.Ping(r, now); });
+      return Serve<rpc::Ping>("ping", meta, mc, [&](const auto& r) { return c.Ping(r, now); });
     case rpc::MOUNT_SEGMENT:
-      return Serve<rpc::MountSegment>("mount segment", meta,
+      return Serve<rpc::MountSegment>("mount segment", meta, mc,
                                       [&](const auto& r) { return c.MountSegment(r, now); });
     case rpc::UNMOUNT_SEGMENT:
-      return Serve<rpc::UnmountSegment>("unmount segment", meta,
+      return Serve<rpc::UnmountSegment>("unmount segment", meta, mc,
                                         [&](const auto& r) { return c.UnmountSegment(r, now); });
     case rpc::PUT_START:
-      return Serve<rpc::PutStart>("put start", meta,
+      return Serve<rpc::PutStart>("put start", meta, mc,
                                   [&](const auto& r) { return c.PutStart(r, now); });
     case rpc::PUT_END:
-      return Serve<rpc::PutEnd>("put end", meta, [&](const auto& r) { return c.PutEnd(r, now); });
+      return Serve<rpc::PutEnd>("put end", meta, mc,
+                                [&](const auto& r) { return c.PutEnd(r, now); });
     case rpc::GET_REPLICA_LIST:
-      return Serve<rpc::KeysRequest>("get replica list", meta,
+      return Serve<rpc::KeysRequest>("get replica list", meta, mc,
                                      [&](const auto& r) { return c.GetReplicaList(r, now); });
     case rpc::EXISTS:
-      return Serve<rpc::KeysRequest>("exists", meta,
+      return Serve<rpc::KeysRequest>("exists", meta, mc,
                                      [&](const auto& r) { return c.Exists(r, now); });
     case rpc::EXISTS_PREFIX:
-      return Serve<rpc::KeysRequest>("exists prefix", meta,
+      return Serve<rpc::KeysRequest>("exists prefix", meta, mc,
                                      [&](const auto& r) { return c.ExistsPrefix(r, now); });
     case rpc::REMOVE:
-      return Serve<rpc::KeysRequest>("remove", meta,
+      return Serve<rpc::KeysRequest>("remove", meta, mc,
                                      [&](const auto& r) { return c.Remove(r, now); });
     case rpc::REMOVE_ALL:
-      return Serve<rpc::RemoveAll>("remove all", meta,
+      return Serve<rpc::RemoveAll>("remove all", meta, mc,
                                    [&](const auto& r) { return c.RemoveAll(r, now); });
     case rpc::STAT:
-      return Serve<rpc::Empty>("stat", meta, [&](const auto&) { return c.Stat(); });
+      return Serve<rpc::Empty>("stat", meta, mc, [&](const auto&) { return c.Stat(); });
     default:
+      mc.Error(ErrorCode::NOT_SUPPORTED);
       return rpc::Reply::Error(Status(
           ErrorCode::NOT_SUPPORTED, fmt::format("method {} is not served by the master", method)));
   }

@@ -6,12 +6,15 @@
 // serve (e.g. WRITE/READ); otherwise whatever the core returns for the whole request. Per-key
 // outcomes travel inside an OK reply.
 //
+// Every call is counted in metrics() (requests, keys, per-key outcomes, latency, errors).
+//
 // Threading: thread-safe (the core is); runs on the server's I/O threads and never waits on I/O.
 #pragma once
 
 #include <functional>
 
 #include "master/master_core.h"
+#include "master/master_metrics.h"
 #include "rpc/server.h"
 
 namespace kvpool::master {
@@ -29,9 +32,14 @@ class MasterService : public rpc::Service {
   // The same dispatch without coroutines (used by Handle; handy in tests).
   rpc::Reply Dispatch(uint16_t method, std::string_view meta);
 
+  // Requests, keys, latency and errors of every call served so far.
+  MasterMetrics& metrics() { return metrics_; }
+  const MasterMetrics& metrics() const { return metrics_; }
+
  private:
   MasterCore* const core_;
   const ClockFn clock_;
+  MasterMetrics metrics_;
 };
 
 }  // namespace kvpool::master

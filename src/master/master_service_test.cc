@@ -16,6 +16,7 @@ MasterOptions TestOptions() {
   MasterOptions o;
   o.rpc_host = "127.0.0.1";
   o.rpc_port = 0;
+  o.metrics_port = 0;  // tests run in parallel: never the fixed default
   return o;
 }
 
@@ -145,6 +146,96 @@ TEST(MasterLifecycleTest, PortTakenIsAnError) {
   second.Stop();
   first.Stop();
   first.Stop();  // idempotent
+}
+
+TEST(MasterLifecycleTest, MetricsPortTakenIsAnErrorAndStartCanBeRetried) {
+  Master first(TestOptions());
+  ASSERT_TRUE(first.Start().ok());
+  ASSERT_NE(first.http_port(), 0);
+  MasterOptions o = TestOptions();
+  o.metrics_port = first.http_port();
+  Master second(o);
+  Status st = second.Start();
+  EXPECT_EQ(st.code(), ErrorCode::RPC_FAIL);
+  EXPECT_NE(st.message().find(std::to_string(first.http_port())), std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("--metrics_port"), std::string::npos) << st.message();
+  first.Stop();
+  // The port is free again: the same master starts now.
+  EXPECT_TRUE(second.Start().ok());
+  second.Stop();
+}
+
+TEST(MasterLifecycleTest, HttpAdminCanBeDisabled) {
+  MasterOptions o = TestOptions();
+  o.enable_http_admin = false;
+  Master master(o);
+  ASSERT_TRUE(master.Start().ok());
+  EXPECT_EQ(master.http_port(), 0);
+}
+
+TEST(MasterServiceDispatchTest, CountsRequestsKeysOutcomesAndErrors) {
+  MasterOptions o = TestOptions();
+  MasterCore core(o);
+  MasterService service(&core);
+  rpc::MountSegment m;
+  m.set_client_id("node");
+  m.set_segment_name("seg");
+  m.set_endpoint("127.0.0.1:7001");
+  m.set_size(1 << 20);
+  ASSERT_EQ(service.Dispatch(rpc::MOUNT_SEGMENT, m.SerializeAsString()).code, ErrorCode::OK);
+  rpc::PutStart ps;
+  ps.set_client_id("c");
+  for (const char* k : {"a", "b", ""}) {
+    auto* item = ps.add_items();
+    item->set_key(k);
+    item->set_size(1000);
+  }
+  ASSERT_EQ(service.Dispatch(rpc::PUT_START, ps.SerializeAsString()).code, ErrorCode::OK);
+  rpc::PutEnd pe;
+  pe.set_client_id("c");
+  pe.add_commit_keys("a");
+  pe.add_commit_keys("b");
+  ASSERT_EQ(service.Dispatch(rpc::PUT_END, pe.SerializeAsString()).code, ErrorCode::OK);
+  rpc::KeysRequest keys;
+  for (const char* k : {"a", "b", "missing"}) keys.add_keys(k);
+  ASSERT_EQ(service.Dispatch(rpc::GET_REPLICA_LIST, keys.SerializeAsString()).code, ErrorCode::OK);
+  ASSERT_EQ(service.Dispatch(rpc::EXISTS, keys.SerializeAsString()).code, ErrorCode::OK);
+  ASSERT_EQ(service.Dispatch(rpc::EXISTS_PREFIX, keys.SerializeAsString()).code, ErrorCode::OK);
+  EXPECT_EQ(service.Dispatch(rpc::PUT_START, "\xff").code, ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(service.Dispatch(rpc::PUT_START, rpc::PutStart().SerializeAsString()).code,
+            ErrorCode::INVALID_PARAMS);  // no client id: the whole request is refused
+
+  const MasterMetrics& mm = service.metrics();
+  EXPECT_EQ(mm.requests(MetricMethod::kMountSegment), 1u);
+  EXPECT_EQ(mm.requests(MetricMethod::kPutStart), 3u);
+  EXPECT_EQ(mm.keys(MetricMethod::kPutStart), 3u);
+  EXPECT_EQ(mm.errors(MetricMethod::kPutStart, ErrorCode::INVALID_KEY), 1u);
+  EXPECT_EQ(mm.errors(MetricMethod::kPutStart, ErrorCode::INVALID_PARAMS), 2u);
+  EXPECT_EQ(mm.keys(MetricMethod::kPutEnd), 2u);
+  EXPECT_EQ(mm.keys(MetricMethod::kGetReplicaList), 3u);
+  EXPECT_EQ(mm.found(MetricMethod::kGetReplicaList), 2u);
+  EXPECT_EQ(mm.errors(MetricMethod::kGetReplicaList, ErrorCode::OBJECT_NOT_FOUND), 1u);
+  EXPECT_EQ(mm.found(MetricMethod::kExists), 2u);
+  EXPECT_EQ(mm.errors(MetricMethod::kExists, ErrorCode::OBJECT_NOT_FOUND), 0u);  // 0 is no error
+  EXPECT_EQ(mm.found(MetricMethod::kExistsPrefix), 2u);
+  EXPECT_EQ(service.Dispatch(999, "").code, ErrorCode::NOT_SUPPORTED);
+  EXPECT_EQ(mm.errors(MetricMethod::kOther, ErrorCode::NOT_SUPPORTED), 1u);
+
+  PoolGauges pool;
+  pool.stat = core.Stat();
+  std::string text = mm.Render(pool);
+  EXPECT_NE(text.find("kvpool_master_requests_total{method=\"put_start\"} 3\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("kvpool_master_errors_total{method=\"get_replica_list\",code=\""
+                      "OBJECT_NOT_FOUND\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("kvpool_master_put_reserved_bytes_total 2000\n"), std::string::npos);
+  EXPECT_NE(text.find("kvpool_master_get_located_bytes_total 2000\n"), std::string::npos);
+  EXPECT_NE(text.find("kvpool_master_segment_capacity_bytes{segment=\"seg\"} 1048576\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("kvpool_master_request_duration_seconds_count{method=\"put_start\"} 3\n"),
+            std::string::npos);
 }
 
 TEST(MasterLifecycleTest, UnreachableMasterFailsByDeadline) {

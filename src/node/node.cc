@@ -2,59 +2,67 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/random_id.h"
+#include <algorithm>
+#include <thread>
+
 #include "common/signals.h"
-#include "rpc/endpoint.h"
+#include "common/units.h"
 
 namespace kvpool::node {
 
-Node::Node(const NodeOptions& options) : options_(options), client_id_(RandomId()) {}
-
-Node::~Node() { Stop(); }
-
 Result<std::unique_ptr<Node>> Node::Start(const NodeOptions& options) {
   std::unique_ptr<Node> node(new Node(options));
-  auto master_ep = rpc::ParseEndpoint(options.master_server_address, 50051);
-  if (!master_ep.ok()) return master_ep.status();
-  node->master_ = std::make_unique<master::MasterClient>(*master_ep, node->client_id_);
-  SegmentHostOptions ho;
+  ClientOptions co;
+  co.master_server_address = options.master_server_address;
+  co.local_hostname = options.host;
+  co.global_segment_size = options.segment_bytes;
+  co.segment_port = options.port;
+  co.use_hugepage = options.use_hugepage;
+  co.rpc_timeout = Millis(options.rpc_timeout_ms);
+  co.transfer_timeout = Millis(options.transfer_timeout_ms);
+  co.heartbeat_interval = Millis(options.heartbeat_interval_ms);
+  client::HostingOptions ho;
   ho.bind_host = options.bind_address;
-  ho.advertise_host = options.host;
-  ho.port = options.port;
-  ho.size = options.segment_bytes;
-  ho.memory.huge_pages = options.use_hugepage;
-  ho.memory.prefault = options.prefault;
+  ho.prefault = options.prefault;
   ho.io_threads = options.io_threads;
-  auto host = SegmentHost::Start(ho);
-  if (!host.ok()) return host.status();
-  node->host_ = std::move(host).value();
-  node->Mount();
-  node->heartbeat_ =
-      std::make_unique<Heartbeat>(node->master_.get(), Millis(options.heartbeat_interval_ms),
-                                  Millis(options.rpc_timeout_ms), [n = node.get()] { n->Mount(); });
-  node->heartbeat_->Start();
+  ho.require_master = false;  // start order does not matter: the heartbeat mounts later
+  node->store_ = std::make_unique<client::ClientImpl>(co, ho);
+  KVPOOL_RETURN_IF_ERROR(node->store_->Init());
+  node->segment_name_ = node->store_->SegmentName();
+
+  AttachServiceOptions so;
+  so.client_ttl = Millis(options.local_client_ttl_ms);
+  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int copy_threads =
+      options.local_copy_threads > 0 ? options.local_copy_threads : std::min(8, cores);
+  so.copy_threads = copy_threads - 1;  // the connection's own thread is one of them
+  node->attach_service_ = std::make_unique<AttachService>(node->store_.get(), so);
+  AttachServerOptions ao;
+  node->local_socket_ = LocalSocketName(node->store_->SegmentPort());
+  ao.socket_names.push_back(node->local_socket_);
+  if (!options.local_socket_path.empty()) ao.socket_names.push_back(options.local_socket_path);
+  node->attach_server_ = std::make_unique<AttachServer>(ao, node->attach_service_.get());
+  KVPOOL_RETURN_IF_ERROR(node->attach_server_->Start());
   return node;
 }
 
-void Node::Mount() {
-  Status st = host_->Mount(*master_, DeadlineAfter(Millis(options_.rpc_timeout_ms)));
-  if (!st.ok()) {
-    spdlog::warn("segment={} not mounted yet: error={} (will retry)", host_->name(), st.ToString());
-  }
-}
+Node::~Node() { Stop(); }
 
 void Node::Stop() {
   if (stopped_) return;
   stopped_ = true;
-  if (heartbeat_) heartbeat_->Stop();
-  Status st = host_->Unmount(*master_, DeadlineAfter(Millis(options_.rpc_timeout_ms)));
-  if (st.ok()) {
-    spdlog::info("unmounted segment={}", host_->name());
-  } else {
-    spdlog::warn("unmount of segment={} failed: error={} (the master drops it after its TTL)",
-                 host_->name(), st.ToString());
+  // Clients first: their in-flight calls finish before the store they use goes away.
+  if (attach_server_) attach_server_->Stop();
+  if (attach_service_) {
+    attach_service_->DropAll();
+    const auto& c = attach_service_->counters();
+    spdlog::info(
+        "standalone clients: {} attached since start, {} through the copying path, {} "
+        "zero-copy",
+        c.sessions_attached.load(), FormatSize(c.copied_bytes.load()),
+        FormatSize(c.zero_copy_bytes.load()));
   }
-  host_.reset();
+  if (store_) (void)store_->Close();  // unmounts (logs "unmounted segment=...")
 }
 
 int RunNode(const NodeOptions& options) {
@@ -63,8 +71,8 @@ int RunNode(const NodeOptions& options) {
     spdlog::error("kvpool node failed to start: {}", node.status().ToString());
     return 1;
   }
-  spdlog::info("kvpool node ready: segment={} master={}", (*node)->segment_name(),
-               options.master_server_address);
+  spdlog::info("kvpool node ready: segment={} master={} local={}", (*node)->segment_name(),
+               options.master_server_address, (*node)->local_socket());
   int sig = WaitForTerminationSignal();
   spdlog::info("signal {} received: unmounting and stopping", sig);
   (*node)->Stop();

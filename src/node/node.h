@@ -1,15 +1,18 @@
-// `kvpool node`: the standalone storage process. Owns a DRAM segment, serves it over TCP,
-// mounts it at the master and keeps it mounted (re-mounting after a master restart), and
-// unmounts cleanly on shutdown.
+// `kvpool node`: the standalone storage process. Its store is an embedded client (ClientImpl)
+// that hosts the node's DRAM segment: it serves the segment over TCP, mounts it at the master
+// and keeps it mounted (re-mounting after a master restart). On top, the node serves standalone
+// clients on the same host over a Unix socket (AttachServer): they share their host memory with
+// the node and the node's store moves the bytes. Stop() ends the clients' sessions, unmounts
+// and stops serving.
 #pragma once
 
 #include <memory>
 #include <string>
 
-#include "master/master_client.h"
-#include "node/heartbeat.h"
+#include "client/client_impl.h"
+#include "node/attach_server.h"
+#include "node/attach_service.h"
 #include "node/node_options.h"
-#include "node/segment_host.h"
 
 namespace kvpool::node {
 
@@ -17,23 +20,26 @@ class Node {
  public:
   // REQUIRES: ValidateNodeOptions(options) returned OK.
   // Starts serving and tries to mount; a master that is not up yet is retried by the heartbeat.
-  // Errors: as SegmentHost::Start.
+  // Errors: as SegmentHost::Start; RPC_FAIL when the local socket is taken.
   static Result<std::unique_ptr<Node>> Start(const NodeOptions& options);
   ~Node();  // Stop()s
-  // Stops heartbeating, unmounts (bounded by the rpc timeout), stops serving. Idempotent.
+  // Ends every standalone session, unmounts (bounded by the rpc timeout), stops serving.
+  // Idempotent.
   void Stop();
 
-  const std::string& segment_name() const { return host_->name(); }
+  const std::string& segment_name() const { return segment_name_; }
+  // Where standalone clients attach ("@kvpool_node_<port>.sock").
+  const std::string& local_socket() const { return local_socket_; }
 
  private:
-  explicit Node(const NodeOptions& options);
-  void Mount();
+  explicit Node(const NodeOptions& options) : options_(options) {}
 
   NodeOptions options_;
-  std::string client_id_;
-  std::unique_ptr<master::MasterClient> master_;
-  std::unique_ptr<SegmentHost> host_;
-  std::unique_ptr<Heartbeat> heartbeat_;
+  std::unique_ptr<client::ClientImpl> store_;
+  std::unique_ptr<AttachService> attach_service_;
+  std::unique_ptr<AttachServer> attach_server_;
+  std::string local_socket_;
+  std::string segment_name_;
   bool stopped_ = false;
 };
 

@@ -29,6 +29,19 @@ void AddNodeFlags(CLI::App& app, NodeOptions& o) {
       ->capture_default_str();
   app.add_option("--log_level", o.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
+  app.add_option("--local_socket_path", o.local_socket_path,
+                 "Also serve standalone clients on this Unix socket path (besides the abstract "
+                 "@kvpool_node_<port>.sock)");
+  app.add_option("--local_client_ttl_ms", o.local_client_ttl_ms,
+                 "Drop a standalone client silent this long and unmap its memory")
+      ->capture_default_str();
+  app.add_option("--transfer_timeout_ms", o.transfer_timeout_ms,
+                 "Deadline of the data phase of one batch")
+      ->capture_default_str();
+  app.add_option("--local_copy_threads", o.local_copy_threads,
+                 "Threads that copy one large batch of a standalone client (0: one per core, "
+                 "at most 8; 1: no splitting)")
+      ->capture_default_str();
 }
 
 Status ValidateNodeOptions(NodeOptions& o) {
@@ -57,6 +70,14 @@ Status ValidateNodeOptions(NodeOptions& o) {
   KVPOOL_RETURN_IF_ERROR(range("--io_threads", o.io_threads, 1, 256));
   KVPOOL_RETURN_IF_ERROR(range("--heartbeat_interval_ms", o.heartbeat_interval_ms, 10, 60000));
   KVPOOL_RETURN_IF_ERROR(range("--rpc_timeout_ms", o.rpc_timeout_ms, 10, 600000));
+  KVPOOL_RETURN_IF_ERROR(range("--local_client_ttl_ms", o.local_client_ttl_ms, 100, 3600000));
+  KVPOOL_RETURN_IF_ERROR(range("--transfer_timeout_ms", o.transfer_timeout_ms, 10, 3600000));
+  KVPOOL_RETURN_IF_ERROR(range("--local_copy_threads", o.local_copy_threads, 0, 256));
+  if (!o.local_socket_path.empty() && o.local_socket_path.size() > 107) {
+    return Status(
+        ErrorCode::INVALID_PARAMS,
+        fmt::format("--local_socket_path '{}' is longer than 107 characters", o.local_socket_path));
+  }
   return Status::Ok();
 }
 

@@ -22,6 +22,11 @@ struct NodeOptions {
   int heartbeat_interval_ms = 1000;         // --heartbeat_interval_ms
   int rpc_timeout_ms = 5000;                // --rpc_timeout_ms: deadline of each master call
   std::string log_level = "info";           // --log_level
+  // Standalone clients (attach over a Unix socket; always on "@kvpool_node_<port>.sock").
+  std::string local_socket_path;    // --local_socket_path: also listen on this filesystem path
+  int local_client_ttl_ms = 10000;  // --local_client_ttl_ms: drop a client silent this long
+  int transfer_timeout_ms = 30000;  // --transfer_timeout_ms: deadline of one batch's transfers
+  int local_copy_threads = 0;       // --local_copy_threads: cores one large batch uses (0: auto)
 
   uint64_t segment_bytes = 0;  // filled by ValidateNodeOptions from global_segment_size
 };

@@ -39,6 +39,8 @@ class SegmentHost {
 
   // "advertise_host:port": the segment's name and data endpoint.
   const std::string& name() const { return name_; }
+  // The data server's bound port.
+  uint16_t port() const { return server_->port(); }
   const transfer::SegmentTable& table() const { return table_; }
   const transfer::DataServiceCounters& counters() const { return service_.counters(); }
   uint64_t size() const { return size_; }

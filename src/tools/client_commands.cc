@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "common/units.h"
@@ -89,11 +90,34 @@ int Remove(const ClientCommandOptions& o, const std::string& key, bool force) {
   return 0;
 }
 
+// The same fields as the master's /segments endpoint.
+void PrintStatJson(const PoolStat& s) {
+  nlohmann::json segments = nlohmann::json::array();
+  for (const auto& seg : s.segments) {
+    segments.push_back({{"name", seg.name},
+                        {"endpoint", seg.endpoint},
+                        {"capacity_bytes", seg.size},
+                        {"used_bytes", seg.used},
+                        {"objects", seg.object_count}});
+  }
+  nlohmann::json j = {{"segments", std::move(segments)},
+                      {"capacity_bytes", s.capacity},
+                      {"used_bytes", s.used},
+                      {"objects", s.object_count},
+                      {"clients", s.client_count},
+                      {"evicted_objects", s.evicted_total}};
+  std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
 int PrintStat(const ClientCommandOptions& o) {
   auto client = Connect(o);
   if (!client.ok()) return Fail("stat", client.status());
   auto s = (*client)->Stat();
   if (!s.ok()) return Fail("stat", s.status());
+  if (o.json) {
+    PrintStatJson(*s);
+    return 0;
+  }
   double pct = s->capacity ? 100.0 * static_cast<double>(s->used) / s->capacity : 0.0;
   std::cout << fmt::format(
       "pool: {} segments, capacity {}, used {} ({:.1f}%), {} objects, "
@@ -139,6 +163,7 @@ void AddClientCommands(CLI::App& app, ClientCommandOptions& o, int& exit_code) {
   rm->callback([&] { exit_code = Remove(o, o.key, o.force); });
 
   auto* stat = app.add_subcommand("stat", "Segments, capacity, use and object count");
+  stat->add_flag("--json", o.json, "Print one JSON object instead of a table");
   add_common(stat);
   stat->callback([&] { exit_code = PrintStat(o); });
 }

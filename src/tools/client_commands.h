@@ -1,5 +1,6 @@
-// The CLI's client commands: put, get, exists, rm, stat. Each prints a human-readable line and
-// returns the process exit code (0 success, 1 failure with the reason on stderr, 2 bad usage).
+// The CLI's client commands: put, get, exists, rm, stat (--json: one JSON object). Each prints a
+// human-readable line and returns the process exit code (0 success, 1 failure with the reason on
+// stderr, 2 bad usage).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -13,6 +14,7 @@ struct ClientCommandOptions {
   std::string key;                         // KEY argument
   std::string path;                        // FILE argument
   bool force = false;                      // rm --force
+  bool json = false;                       // stat --json
 };
 
 // Registers put/get/exists/rm/stat as subcommands of `app`; `exit_code` receives the result of

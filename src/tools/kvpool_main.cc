@@ -2,6 +2,7 @@
 //   kvpool master [flags]        the metadata service
 //   kvpool node [flags]          a storage node (standalone storage process)
 //   kvpool put|get|exists|rm|stat ...   client commands against a running pool
+//   kvpool top [--http host:port]       live view from the master's /metrics
 #include <CLI/CLI.hpp>
 #include <iostream>
 
@@ -13,6 +14,7 @@
 #include "node/node_options.h"
 #include "tools/bench/bench_command.h"
 #include "tools/client_commands.h"
+#include "tools/top_command.h"
 
 int main(int argc, char** argv) {
   // Before any thread starts, so every thread inherits the mask and main can sigwait.
@@ -31,6 +33,8 @@ int main(int argc, char** argv) {
 
   kvpool::tools::ClientCommandOptions client_options;
   kvpool::tools::AddClientCommands(app, client_options, exit_code);
+  kvpool::tools::TopCommandOptions top_options;
+  kvpool::tools::AddTopCommand(app, top_options, exit_code);
   kvpool::tools::bench::BenchCommandOptions bench_options;
   kvpool::tools::bench::AddBenchCommands(app, bench_options, exit_code);
   kvpool::InitLogging("warn", "kvpool").ok();

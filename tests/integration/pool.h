@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,10 @@ class Pool {
     std::vector<std::string> args = {"master", "--rpc_port", std::to_string(master_port_),
                                      "--rpc_host", "127.0.0.1"};
     args.insert(args.end(), master_flags_.begin(), master_flags_.end());
+    // Tests run in parallel: the HTTP admin port must not be the fixed default (9003).
+    if (std::find(args.begin(), args.end(), "--metrics_port") == args.end()) {
+      args.insert(args.end(), {"--metrics_port", "0"});
+    }
     master_ = std::make_unique<Process>(kBinary, args, "master");
     if (!WaitForPort(master_port_, std::chrono::seconds(20))) {
       ADD_FAILURE() << "master did not start:\n" << master_->Log();

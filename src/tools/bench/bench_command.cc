@@ -45,7 +45,7 @@ void PrintPlan(const BenchOptions& o, const std::string& machine) {
   std::cout << fmt::format("  modes {}, workloads {}, {} thread(s), pool {}\n", Join(modes),
                            Join(workloads), o.threads,
                            o.master.empty() ? fmt::format("private (127.0.0.1, {} node(s) of {} "
-                                                          "in remote mode)",
+                                                          "for standalone / remote)",
                                                           o.node_count, FormatSize(o.segment_bytes))
                                             : "at " + o.master);
   std::cout << "  GB/s = 10^9 bytes per second of time inside kvpool calls; latency per batch "

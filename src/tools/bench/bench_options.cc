@@ -35,15 +35,17 @@ Status ParseModes(BenchOptions& o) {
   std::string modes = o.modes;
   if (modes.empty()) {
     const bool only_hicache = o.workload_list.size() == 1 && o.Has(Workload::kHicache);
-    modes = only_hicache ? "remote" : "embedded,remote";
+    modes = only_hicache ? "remote" : "embedded,standalone,remote";
   }
   for (const auto& m : SplitList(modes)) {
     if (m == "embedded") {
       o.mode_list.push_back(Mode::kEmbedded);
+    } else if (m == "standalone") {
+      o.mode_list.push_back(Mode::kStandalone);
     } else if (m == "remote") {
       o.mode_list.push_back(Mode::kRemote);
     } else {
-      return Bad("mode", m, "use embedded, remote or both (embedded,remote)");
+      return Bad("mode", m, "use embedded, standalone, remote, or a list (embedded,remote)");
     }
   }
   if (o.mode_list.empty()) return Bad("mode", o.modes, "name at least one mode");
@@ -124,7 +126,19 @@ Status CheckRanges(const BenchOptions& o) {
 
 }  // namespace
 
-const char* ModeName(Mode m) { return m == Mode::kEmbedded ? "embedded" : "remote"; }
+const char* ModeName(Mode m) {
+  switch (m) {
+    case Mode::kEmbedded:
+      return "embedded";
+    case Mode::kStandalone:
+      return "standalone";
+    case Mode::kRemote:
+      return "remote";
+  }
+  return "?";
+}
+
+const char* LimitName(Mode m) { return m == Mode::kRemote ? "tcp" : "memcpy"; }
 
 const char* WorkloadName(Workload w) {
   switch (w) {
@@ -148,6 +162,8 @@ bool BenchOptions::Has(Workload w) const {
 
 void AddBenchFlags(CLI::App& cmd, BenchOptions& o) {
   cmd.add_option("--master", o.master, "Use this running pool (host:port) instead of starting one");
+  cmd.add_option("--local_node", o.local_node,
+                 "With --master: the local node (host:port) standalone mode attaches to");
   cmd.add_option("--mode", o.modes,
                  "embedded (own segment, memcpy), remote (nodes, TCP); default both, remote for "
                  "hicache alone");
@@ -161,8 +177,8 @@ void AddBenchFlags(CLI::App& cmd, BenchOptions& o) {
       ->capture_default_str();
   cmd.add_option("--nodes", o.nodes, "Storage nodes in remote mode (0: 1, or 2 for hicache)")
       ->capture_default_str();
-  cmd.add_option("--segment_size", o.segment_size, "DRAM per node and of the embedded segment")
-      ->capture_default_str();
+  cmd.add_option("--segment_size", o.segment_size,
+                 "DRAM per node and of the embedded segment (default 2GB; 1GB for hicache alone)");
   cmd.add_option("--working_set", o.working_set, "Distinct bytes a get row cycles through")
       ->capture_default_str();
   cmd.add_option("--verify_every", o.verify_every, "Check every Nth get call byte-exact")
@@ -199,9 +215,13 @@ Status ValidateBenchOptions(BenchOptions& o) {
   KVPOOL_RETURN_IF_ERROR(ParsePages(o));
   KVPOOL_RETURN_IF_ERROR(ParseBatches(o));
   KVPOOL_RETURN_IF_ERROR(CheckRanges(o));
-  auto seg = ParseSize(o.segment_size, "--segment_size");
+  const bool only_hicache = o.workload_list.size() == 1 && o.Has(Workload::kHicache);
+  const std::string segment = !o.segment_size.empty() ? o.segment_size
+                              : only_hicache          ? "1GB"
+                                                      : "2GB";
+  auto seg = ParseSize(segment, "--segment_size");
   if (!seg.ok()) return seg.status();
-  if (*seg < (16ULL << 20)) return Bad("segment_size", o.segment_size, "at least 16MB");
+  if (*seg < (16ULL << 20)) return Bad("segment_size", segment, "at least 16MB");
   o.segment_bytes = *seg;
   auto ws = ParseSize(o.working_set, "--working_set");
   if (!ws.ok()) return ws.status();

@@ -11,10 +11,16 @@
 
 namespace kvpool::tools::bench {
 
-enum class Mode { kEmbedded, kRemote };
+// embedded: the bench's client contributes its own segment (bytes move by memcpy in-process);
+// standalone: it attaches to a local `kvpool node` that moves the bytes between its segment and
+// the bench's HostMemAllocator pages (one copy, shared memory); remote: segments live in node
+// processes and bytes cross TCP loopback.
+enum class Mode { kEmbedded, kStandalone, kRemote };
 enum class Workload { kPut, kGet, kExists, kPrefix, kHicache };
 
 const char* ModeName(Mode m);
+// The limit a mode's data rows are compared with: "memcpy" (embedded, standalone) or "tcp".
+const char* LimitName(Mode m);
 const char* WorkloadName(Workload w);
 
 // The simulated HiCache deployment of `--workload hicache`.
@@ -33,6 +39,9 @@ struct BenchOptions {
   // --master host:port: drive an existing pool. Empty (default): start a private pool of
   // `kvpool master` (+ nodes) processes on free 127.0.0.1 ports for each mode, stopped at exit.
   std::string master;
+  // --local_node host:port: the `kvpool node` on this machine that standalone mode attaches to
+  // when --master is given (a private pool uses its own nodes).
+  std::string local_node;
   // --mode: embedded, remote or both. Empty (default): both, or remote alone when hicache is the
   // only workload.
   std::string modes;
@@ -45,7 +54,9 @@ struct BenchOptions {
   // --iterations: batch calls per thread per row instead of a duration (0 = use duration).
   int64_t iterations = 0;
   int nodes = 0;  // --nodes: storage nodes for remote mode; 0 = 1 (2 when hicache runs)
-  std::string segment_size = "2GB";  // --segment_size: per node, and the embedded segment
+  // --segment_size: per node, and the embedded segment. Empty (default): 2GB, or 1GB when
+  // hicache is the only workload (so its 20 s fill the pool and eviction plays its part).
+  std::string segment_size;
   // --working_set: bytes of distinct keys a get row cycles through (all threads together),
   // also the source region of the memcpy limit. Larger than the caches keeps the figures honest.
   std::string working_set = "256MB";

@@ -1,9 +1,11 @@
 // The put and get workers, and the registered page memory they use.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
+#include "kvpool/host_allocator.h"
 #include "tools/bench/payload.h"
 #include "tools/bench/stats.h"
 #include "tools/bench/workers.h"
@@ -49,7 +51,7 @@ class PutWorker : public RowWorker {
       : ctx_(ctx),
         thread_(thread),
         base_(WorkerKeyBase(ctx, "put", page, batch, thread)),
-        pages_(ctx.client, page, batch),
+        pages_(ctx.client, page, batch, ctx.host_memory),
         pattern_(page, Mix64(base_.size() + thread)),
         keys_(batch),
         ids_(batch),
@@ -84,15 +86,14 @@ class PutWorker : public RowWorker {
     return Status::Ok();
   }
 
-  Status Finish() override {
+  Status Finish(ThreadTally& tally) override {
     Status st = Status::Ok();
     if (!all_keys_.empty()) {  // the last batch must read back exactly as put
       pages_.Poison();
       std::vector<void*> dst(ptrs_.size());
       for (size_t j = 0; j < dst.size(); ++j) dst[j] = pages_.page(j);
       auto got = ctx_.client->BatchGetInto(keys_, dst, sizes_);
-      ThreadTally ignored;
-      st = CheckGot(got, keys_, ids_, pages_, pattern_, true, ignored);
+      st = CheckGot(got, keys_, ids_, pages_, pattern_, true, tally);
     }
     RemoveKeys(ctx_.client, all_keys_);
     return st;
@@ -119,7 +120,7 @@ class GetWorker : public RowWorker {
         thread_(thread),
         batch_(batch),
         base_(WorkerKeyBase(ctx, "get", page, batch, thread)),
-        pages_(ctx.client, page, batch),
+        pages_(ctx.client, page, batch, ctx.host_memory),
         pattern_(page, Mix64(base_.size() * 31 + thread)),
         n_keys_(keys),
         ptrs_(batch),
@@ -128,26 +129,15 @@ class GetWorker : public RowWorker {
   Status Prepare() override {
     KVPOOL_RETURN_IF_ERROR(pages_.Register());
     for (size_t j = 0; j < ptrs_.size(); ++j) ptrs_[j] = pages_.page(j);
-    std::vector<const void*> src(ptrs_.begin(), ptrs_.end());
     for (size_t s = 0; s * batch_ < n_keys_; ++s) {
-      std::vector<std::string> keys;
-      std::vector<uint64_t> ids;
+      slice_keys_.emplace_back();
+      slice_ids_.emplace_back();
       for (size_t j = 0; j < batch_; ++j) {
-        ids.push_back(KeyId(thread_, s * batch_ + j));
-        keys.push_back(base_ + std::to_string(ids.back()));
-        pattern_.Fill(pages_.page(j), ids.back());
+        slice_ids_[s].push_back(KeyId(thread_, s * batch_ + j));
+        slice_keys_[s].push_back(base_ + std::to_string(slice_ids_[s].back()));
       }
-      auto st = ctx_.client->BatchPutFrom(keys, src, sizes_, ctx_.replicate);
-      for (size_t j = 0; j < st.size(); ++j) {
-        if (!st[j].ok()) {
-          return Status(st[j].code(), fmt::format("populating the get row: put key={} failed: {}",
-                                                  keys[j], st[j].ToString()));
-        }
-      }
-      slice_keys_.push_back(std::move(keys));
-      slice_ids_.push_back(std::move(ids));
     }
-    return Status::Ok();
+    return Populate();
   }
 
   Status Step(ThreadTally& tally) override {
@@ -169,7 +159,7 @@ class GetWorker : public RowWorker {
     return Status::Ok();
   }
 
-  Status Finish() override {
+  Status Finish(ThreadTally& /*tally*/) override {
     std::vector<std::string> all;
     for (const auto& keys : slice_keys_) all.insert(all.end(), keys.begin(), keys.end());
     RemoveKeys(ctx_.client, all);
@@ -177,6 +167,37 @@ class GetWorker : public RowWorker {
   }
 
  private:
+  // Puts every key, in calls of up to 64 MiB / 256 keys whatever the row's batch (untimed).
+  Status Populate() {
+    const uint64_t page = pattern_.page_bytes();
+    const size_t chunk = std::clamp<uint64_t>((64ULL << 20) / page, 1, 256);
+    RegisteredPages staging(ctx_.client, page, chunk, ctx_.host_memory);
+    KVPOOL_RETURN_IF_ERROR(staging.Register());
+    std::vector<std::string> keys;
+    std::vector<uint64_t> ids;
+    for (size_t s = 0; s < slice_keys_.size(); ++s) {
+      keys.insert(keys.end(), slice_keys_[s].begin(), slice_keys_[s].end());
+      ids.insert(ids.end(), slice_ids_[s].begin(), slice_ids_[s].end());
+    }
+    for (size_t from = 0; from < keys.size(); from += chunk) {
+      const size_t n = std::min(chunk, keys.size() - from);
+      std::vector<std::string> part(keys.begin() + from, keys.begin() + from + n);
+      std::vector<const void*> src(n);
+      for (size_t j = 0; j < n; ++j) {
+        pattern_.Fill(staging.page(j), ids[from + j]);
+        src[j] = staging.page(j);
+      }
+      auto st = ctx_.client->BatchPutFrom(part, src, std::vector<size_t>(n, page), ctx_.replicate);
+      for (size_t j = 0; j < n; ++j) {
+        if (!st[j].ok()) {
+          return Status(st[j].code(), fmt::format("populating the get row: put key={} failed: {}",
+                                                  part[j], st[j].ToString()));
+        }
+      }
+    }
+    return Status::Ok();
+  }
+
   const RowContext& ctx_;
   const int thread_;
   const size_t batch_;
@@ -192,17 +213,29 @@ class GetWorker : public RowWorker {
 
 }  // namespace
 
-RegisteredPages::RegisteredPages(Client* client, uint64_t page_bytes, size_t pages)
-    : client_(client), page_bytes_(page_bytes), pages_(pages) {}
+RegisteredPages::RegisteredPages(Client* client, uint64_t page_bytes, size_t pages,
+                                 bool host_allocator)
+    : client_(client), page_bytes_(page_bytes), pages_(pages), host_allocator_(host_allocator) {}
 
 RegisteredPages::~RegisteredPages() {
   if (registered_) (void)client_->UnregisterBuffer(base_);
-  std::free(base_);
+  if (base_ == nullptr) return;
+  if (host_allocator_) {
+    (void)HostMemAllocator().Free(base_);
+  } else {
+    std::free(base_);
+  }
 }
 
 Status RegisteredPages::Register() {
   const size_t bytes = (page_bytes_ * pages_ + 4095) / 4096 * 4096;
-  base_ = static_cast<uint8_t*>(std::aligned_alloc(4096, bytes));
+  if (host_allocator_) {
+    auto p = HostMemAllocator().Alloc(bytes);
+    if (!p.ok()) return p.status();
+    base_ = static_cast<uint8_t*>(*p);
+  } else {
+    base_ = static_cast<uint8_t*>(std::aligned_alloc(4096, bytes));
+  }
   if (base_ == nullptr) {
     return Status(ErrorCode::NO_AVAILABLE_HANDLE,
                   fmt::format("cannot allocate {} bytes of client buffers", bytes));
@@ -229,11 +262,13 @@ void RemoveKeys(Client* client, const std::vector<std::string>& keys) {
   }
 }
 
-Result<uint64_t> WarmUp(Client* client, const ReplicateConfig& replicate,
-                        const std::string& key_base, uint64_t bytes, double max_seconds) {
+Result<uint64_t> WarmUp(Client* client, bool host_allocator, const ReplicateConfig& replicate,
+                        const std::string& key_base, uint64_t bytes, double max_seconds,
+                        std::stop_token stop) {
   constexpr uint64_t kPage = 4ULL << 20;
-  constexpr size_t kBatch = 16;
-  RegisteredPages pages(client, kPage, kBatch);
+  const size_t kBatch = std::clamp<uint64_t>(bytes / kPage, 0, 16);
+  if (kBatch == 0) return uint64_t{0};
+  RegisteredPages pages(client, kPage, kBatch, host_allocator);
   KVPOOL_RETURN_IF_ERROR(pages.Register());
   std::vector<const void*> src(kBatch);
   for (size_t j = 0; j < kBatch; ++j) src[j] = pages.page(j);
@@ -241,7 +276,8 @@ Result<uint64_t> WarmUp(Client* client, const ReplicateConfig& replicate,
   uint64_t written = 0;
   const auto t0 = BenchClock::now();
   Status failed = Status::Ok();
-  while (written + kBatch * kPage <= bytes && SecondsSince(t0) < max_seconds && failed.ok()) {
+  while (written + kBatch * kPage <= bytes && SecondsSince(t0) < max_seconds && failed.ok() &&
+         !stop.stop_requested()) {
     std::vector<std::string> keys;
     for (size_t j = 0; j < kBatch; ++j) keys.push_back(key_base + std::to_string(all.size() + j));
     auto st = client->BatchPutFrom(keys, src, std::vector<size_t>(kBatch, kPage), replicate);

@@ -25,13 +25,21 @@ Engine::Engine(int index, const HicacheContext& ctx, ConversationTable& table,
 
 Status Engine::Setup() {
   const BenchOptions& o = *ctx_.options;
-  ClientOptions co;
-  co.master_server_address = ctx_.master_address;
-  if (ctx_.mode == Mode::kEmbedded) co.global_segment_size = o.segment_bytes / o.hicache.engines;
-  auto c = Client::Setup(co);
+  Result<std::unique_ptr<Client>> c = Status(ErrorCode::INVALID_PARAMS, "no local node");
+  if (ctx_.mode == Mode::kStandalone && !ctx_.local_nodes.empty()) {
+    StandaloneOptions so;
+    so.server_address = ctx_.local_nodes[index_ % ctx_.local_nodes.size()];
+    c = Client::SetupStandalone(so);
+  } else if (ctx_.mode != Mode::kStandalone) {
+    ClientOptions co;
+    co.master_server_address = ctx_.master_address;
+    if (ctx_.mode == Mode::kEmbedded) co.global_segment_size = o.segment_bytes / o.hicache.engines;
+    c = Client::Setup(co);
+  }
   if (!c.ok()) return c.status();
   client_ = std::move(c).value();
-  pages_ = std::make_unique<RegisteredPages>(client_.get(), pattern_.page_bytes(), kMaxBatch);
+  pages_ = std::make_unique<RegisteredPages>(client_.get(), pattern_.page_bytes(), kMaxBatch,
+                                             ctx_.mode == Mode::kStandalone);
   return pages_->Register();
 }
 
@@ -105,12 +113,16 @@ Status Engine::WritePages(const std::vector<uint64_t>& chain, size_t from) {
     auto st = client_->BatchPutFrom(keys, src, std::vector<size_t>(n, page));
     tallies_.put.Call(NanosSince(t0), n, n * page);
     for (size_t j = 0; j < n; ++j) {
-      if (!st[j].ok()) {
+      if (st[j].code() == ErrorCode::NO_AVAILABLE_HANDLE) {
+        // Like HiCache: a write-through the full pool refuses is dropped, not fatal.
+        counters_.dropped.fetch_add(1, std::memory_order_relaxed);
+      } else if (!st[j].ok()) {
         return Status(st[j].code(), fmt::format("engine {}: put key={} failed: {}", index_, keys[j],
                                                 st[j].ToString()));
+      } else {
+        written_.push_back(keys[j]);
       }
     }
-    written_.insert(written_.end(), keys.begin(), keys.end());
     counters_.bytes_written.fetch_add(n * page, std::memory_order_relaxed);
     done += n;
   }

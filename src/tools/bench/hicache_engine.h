@@ -25,6 +25,7 @@ struct HicacheCounters {
   std::atomic<uint64_t> l3_hits{0};      // read from kvpool
   std::atomic<uint64_t> lost_races{0};   // reported by exists, evicted before the get
   std::atomic<uint64_t> new_pages{0};    // pages the turns added
+  std::atomic<uint64_t> dropped{0};      // writes refused: pool full of leased objects
   std::atomic<uint64_t> bytes_read{0};
   std::atomic<uint64_t> bytes_written{0};
 };
@@ -39,8 +40,9 @@ class Engine {
   Engine(int index, const HicacheContext& ctx, ConversationTable& table, const PagePattern& pattern,
          HicacheCounters& counters);
 
-  // Sets up the engine's client (embedded: with its share of --segment_size) and registers its
-  // 128 host pages. Errors: the client's.
+  // Sets up the engine's client (embedded: with its share of --segment_size; standalone:
+  // attached to a local node, pages from HostMemAllocator) and registers its 128 host pages.
+  // Errors: the client's.
   Status Setup();
   // Serves one turn of a conversation. Errors: a failed call, or WRONG BYTES.
   Status RunTurn();

@@ -126,6 +126,12 @@ void PrintSummary(const HicacheContext& ctx, const HicacheCounters& c, const std
       turn.p99_us);
   std::cout << fmt::format("  checked        {} pages read back byte-exact, none wrong\n",
                            get.verified);
+  if (c.dropped.load() > 0) {
+    std::cout << fmt::format(
+        "  dropped        {} page writes refused by a full pool (every "
+        "object leased or pinned)\n",
+        c.dropped.load());
+  }
 }
 
 }  // namespace
@@ -141,7 +147,7 @@ Result<std::vector<Row>> RunHicache(const HicacheContext& ctx) {
     engines.push_back(std::make_unique<Engine>(i, ctx, table, pattern, counters));
     KVPOOL_RETURN_IF_ERROR(engines.back()->Setup());
   }
-  std::cout << fmt::format("[{}] hicache: {} engines serving {} conversations for {:.0f} s\n",
+  std::cout << fmt::format("[{}] hicache: {} engines serving {} conversations for {:g} s\n",
                            ModeName(ctx.mode), o.hicache.engines, o.hicache.conversations,
                            o.HicacheSeconds());
   double cpu_s = 0, wall_s = 0;
@@ -155,11 +161,12 @@ Result<std::vector<Row>> RunHicache(const HicacheContext& ctx) {
                            MergeRow("hicache-exists", ctx, engines, &EngineTallies::exists),
                            MergeRow("hicache-get", ctx, engines, &EngineTallies::get),
                            MergeRow("hicache-put", ctx, engines, &EngineTallies::put)};
+  rows[1].page_bytes = 0;  // exists moves no pages
   Row& turn = rows[0];
   turn.bytes = rows[2].bytes + rows[3].bytes;
   turn.busy_s = wall_s;
   turn.cpu_s = std::max(0.0, cpu_s - side);
-  const std::string limit_name = ctx.mode == Mode::kEmbedded ? "memcpy" : "tcp";
+  const std::string limit_name = LimitName(ctx.mode);
   const LimitFigure* limit = ctx.limits->For(ctx.mode, o.hicache.page_bytes);
   FinishRow(turn, limit, limit_name);
   FinishRow(rows[1], nullptr, "");

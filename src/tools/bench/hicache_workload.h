@@ -28,6 +28,7 @@ namespace kvpool::tools::bench {
 
 struct HicacheContext {
   std::string master_address;
+  std::vector<std::string> local_nodes;  // standalone: engine i attaches to [i % size]
   Mode mode = Mode::kRemote;  // embedded: each engine contributes --segment_size / --engines
   const BenchOptions* options = nullptr;
   const Limits* limits = nullptr;

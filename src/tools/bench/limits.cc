@@ -46,7 +46,7 @@ struct Region {
 }  // namespace
 
 const LimitFigure* Limits::For(Mode mode, uint64_t page_bytes) const {
-  const auto& m = mode == Mode::kEmbedded ? memcpy_by_page : tcp_by_page;
+  const auto& m = mode == Mode::kRemote ? tcp_by_page : memcpy_by_page;
   auto it = m.find(page_bytes);
   return it == m.end() ? nullptr : &it->second;
 }
@@ -81,7 +81,7 @@ Result<Limits> MeasureLimits(const BenchOptions& o, std::stop_token stop) {
   const uint64_t max_page = *pages.rbegin();
   const int max_batch = *std::max_element(o.batch_list.begin(), o.batch_list.end());
   std::unique_ptr<Region> src, dst;
-  if (HasMode(o, Mode::kEmbedded)) {
+  if (HasMode(o, Mode::kEmbedded) || HasMode(o, Mode::kStandalone)) {
     // The source is as large as the get rows' working set, the destination as one batch.
     src = std::make_unique<Region>(std::max(o.working_set_bytes, max_page) / 8 * 8);
     dst = std::make_unique<Region>(

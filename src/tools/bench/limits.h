@@ -26,7 +26,7 @@ struct LimitFigure {
 struct Limits {
   std::map<uint64_t, LimitFigure> memcpy_by_page;  // page bytes -> figure
   std::map<uint64_t, LimitFigure> tcp_by_page;
-  // The limit a row of `mode` is compared with (memcpy for embedded, TCP for remote); nullptr
+  // The limit a row of `mode` is compared with (see LimitName); nullptr
   // when it was not measured.
   const LimitFigure* For(Mode mode, uint64_t page_bytes) const;
 };

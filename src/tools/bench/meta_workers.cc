@@ -17,7 +17,7 @@ class ExistsWorker : public RowWorker {
         batch_(batch),
         prefix_(prefix),
         base_(WorkerKeyBase(ctx, prefix ? "prefix" : "exists", 0, batch, thread)),
-        value_(ctx.client, kValueBytes, 1) {}
+        value_(ctx.client, kValueBytes, 1, ctx.host_memory) {}
 
   Status Prepare() override {
     KVPOOL_RETURN_IF_ERROR(value_.Register());
@@ -50,7 +50,7 @@ class ExistsWorker : public RowWorker {
     return Status::Ok();
   }
 
-  Status Finish() override {
+  Status Finish(ThreadTally& /*tally*/) override {
     std::vector<std::string> all;
     for (const auto& keys : slices_) all.insert(all.end(), keys.begin(), keys.end());
     RemoveKeys(ctx_.client, all);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <thread>
 
 #include "common/random_id.h"
 #include "common/units.h"
@@ -20,7 +21,7 @@ namespace {
 Result<std::unique_ptr<LocalPool>> StartPool(const BenchOptions& o, Mode mode,
                                              std::stop_token stop) {
   PoolSpec spec;
-  spec.nodes = mode == Mode::kRemote ? o.node_count : 0;
+  spec.nodes = mode == Mode::kEmbedded ? 0 : o.node_count;
   spec.segment_bytes = o.segment_bytes;
   const auto t0 = BenchClock::now();
   auto pool = LocalPool::Start(spec, stop);
@@ -40,23 +41,59 @@ Result<uint64_t> Capacity(Client& client, Mode mode, uint64_t own_segment) {
   if (!s.ok()) return s.status();
   if (s->capacity == 0) {
     return Status(ErrorCode::INVALID_PARAMS,
-                  "remote mode: the pool has no storage segments; start a `kvpool node` or use "
-                  "--mode embedded");
+                  fmt::format("{} mode: the pool has no storage segments; start a `kvpool node` "
+                              "or use --mode embedded",
+                              ModeName(mode)));
   }
   return s->capacity;
+}
+
+// The client the mode's rows use: embedded contributes --segment_size (when rows run),
+// standalone attaches to the first local node, remote contributes nothing.
+Result<std::unique_ptr<Client>> ModeClient(const BenchOptions& o, Mode mode,
+                                           const std::string& master,
+                                           const std::vector<std::string>& local_nodes,
+                                           bool rows_wanted) {
+  if (mode == Mode::kStandalone) {
+    StandaloneOptions so;
+    so.server_address = local_nodes.front();
+    return Client::SetupStandalone(so);
+  }
+  ClientOptions co;
+  co.master_server_address = master;
+  co.global_segment_size = mode == Mode::kEmbedded && rows_wanted ? o.segment_bytes : 0;
+  return Client::Setup(co);
 }
 
 // Touches the private pool's fresh segment memory once (not measured; see WarmUp).
 Status WarmUpPool(const RowContext& ctx) {
   const auto t0 = BenchClock::now();
-  auto bytes = WarmUp(ctx.client, ctx.replicate, ctx.key_prefix + "/warmup/",
-                      static_cast<uint64_t>(0.8 * ctx.capacity_bytes), /*max_seconds=*/10);
+  auto bytes = WarmUp(ctx.client, ctx.host_memory, ctx.replicate, ctx.key_prefix + "/warmup/",
+                      static_cast<uint64_t>(0.8 * ctx.capacity_bytes), /*max_seconds=*/4, ctx.stop);
   if (!bytes.ok()) return bytes.status();
   std::cout << fmt::format(
       "[{}] warm-up: wrote {} once into the fresh segments in {:.2f} s "
       "(not measured)\n",
       ModeName(ctx.mode), FormatSize(*bytes), SecondsSince(t0));
   return Status::Ok();
+}
+
+// The CPU the private pool uses while nobody calls it (the bench's client stays connected and
+// heartbeats): one second, right after the warm-up. Returned as an "idle" row.
+Row MeasureIdle(const LocalPool& pool, Mode mode, std::stop_token stop) {
+  Row row;
+  row.workload = "idle";
+  row.mode = ModeName(mode);
+  const double cpu0 = pool.CpuSeconds();
+  const auto t0 = BenchClock::now();
+  while (SecondsSince(t0) < 1.0 && !stop.stop_requested()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  row.busy_s = SecondsSince(t0);
+  row.cpu_s = row.pool_cpu_s = pool.CpuSeconds() - cpu0;
+  std::cout << fmt::format("[{}] idle pool: {:.1f} ms CPU in {:.1f} s (master{})\n", row.mode,
+                           row.cpu_s * 1e3, row.busy_s, mode == Mode::kEmbedded ? "" : " + nodes");
+  return row;
 }
 
 bool RowWorkload(Workload w) { return w != Workload::kHicache; }
@@ -90,25 +127,31 @@ Status RunMode(const BenchOptions& o, Mode mode, const Limits& limits, std::stop
                std::vector<Row>& rows) {
   std::unique_ptr<LocalPool> pool;
   std::string master = o.master;
+  std::vector<std::string> local_nodes;  // what standalone clients attach to
+  if (!o.local_node.empty()) local_nodes.push_back(o.local_node);
   if (master.empty()) {
     auto p = StartPool(o, mode, stop);
     if (!p.ok()) return p.status();
     pool = std::move(p).value();
     master = pool->master_address();
+    local_nodes = pool->node_addresses();
+  }
+  if (mode == Mode::kStandalone && local_nodes.empty()) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  "--mode standalone with --master needs --local_node HOST:PORT (a `kvpool node` "
+                  "on this machine)");
   }
   std::function<double()> pool_cpu;
   if (pool) pool_cpu = [p = pool.get()] { return p->CpuSeconds(); };
   const std::string prefix =
       fmt::format("kvpool-bench/{}/{}", RandomId().substr(0, 12), ModeName(mode));
   const bool rows_wanted = std::any_of(o.workload_list.begin(), o.workload_list.end(), RowWorkload);
-  ClientOptions co;
-  co.master_server_address = master;
-  co.global_segment_size = mode == Mode::kEmbedded && rows_wanted ? o.segment_bytes : 0;
-  auto client = Client::Setup(co);
+  auto client = ModeClient(o, mode, master, local_nodes, rows_wanted);
   if (!client.ok()) return client.status();
   RowContext ctx;
   ctx.client = client->get();
   ctx.mode = mode;
+  ctx.host_memory = mode == Mode::kStandalone;
   ctx.options = &o;
   ctx.key_prefix = prefix;
   if (!(*client)->SegmentName().empty()) {
@@ -116,12 +159,13 @@ Status RunMode(const BenchOptions& o, Mode mode, const Limits& limits, std::stop
   }
   ctx.pool_cpu = pool_cpu;
   ctx.stop = stop;
-  if (rows_wanted || mode == Mode::kRemote) {
+  if (rows_wanted || mode != Mode::kEmbedded) {  // embedded hicache: the engines' segments
     auto capacity = Capacity(**client, mode, o.segment_bytes);
     if (!capacity.ok()) return capacity.status();
     ctx.capacity_bytes = *capacity;
   }
   if (pool && ctx.capacity_bytes > 0) KVPOOL_RETURN_IF_ERROR(WarmUpPool(ctx));
+  if (pool) rows.push_back(MeasureIdle(*pool, mode, stop));
   if (rows_wanted) {
     std::cout << TableHeader() << std::endl;
     Status st = RunRows(ctx, limits, rows);
@@ -132,7 +176,7 @@ Status RunMode(const BenchOptions& o, Mode mode, const Limits& limits, std::stop
     (void)(*client)->Close();
   }
   if (o.Has(Workload::kHicache) && !stop.stop_requested()) {
-    HicacheContext hc{master, mode, &o, &limits, pool_cpu, stop, prefix + "/hicache"};
+    HicacheContext hc{master, local_nodes, mode, &o, &limits, pool_cpu, stop, prefix + "/hicache"};
     auto hrows = RunHicache(hc);
     if (!hrows.ok()) return hrows.status();
     rows.insert(rows.end(), hrows->begin(), hrows->end());

@@ -62,8 +62,9 @@ Result<std::unique_ptr<LocalPool>> LocalPool::Start(const PoolSpec& spec, std::s
 
 Status LocalPool::StartMaster(std::stop_token stop) {
   master_port_ = FreeLoopbackPort();
-  auto m = ChildProcess::Start("master", {"master", "--rpc_host", "127.0.0.1", "--rpc_port",
-                                          std::to_string(master_port_), "--log_level", "warn"});
+  auto m = ChildProcess::Start(
+      "master", {"master", "--rpc_host", "127.0.0.1", "--rpc_port", std::to_string(master_port_),
+                 "--metrics_port", "0", "--log_level", "warn"});
   if (!m.ok()) return m.status();
   master_ = std::move(m).value();
   auto end = std::chrono::steady_clock::now() + kStartTimeout;
@@ -91,6 +92,7 @@ Status LocalPool::StartNodes(const PoolSpec& spec, std::stop_token stop) {
                              std::to_string(spec.segment_bytes), "--log_level", "warn"});
     if (!n.ok()) return n.status();
     nodes_.push_back(std::move(n).value());
+    node_ports_.push_back(port);
   }
   ClientOptions co;
   co.master_server_address = master_address();
@@ -119,6 +121,12 @@ Status LocalPool::CheckAlive() {
     if (!n->Running()) return Died(*n);
   }
   return Status::Ok();
+}
+
+std::vector<std::string> LocalPool::node_addresses() const {
+  std::vector<std::string> out;
+  for (uint16_t p : node_ports_) out.push_back(fmt::format("127.0.0.1:{}", p));
+  return out;
 }
 
 double LocalPool::CpuSeconds() const {

@@ -30,6 +30,8 @@ class LocalPool {
   // Stops the nodes, then the master (SIGTERM, SIGKILL after 2 s) and reaps them. Idempotent.
   void Stop();
   std::string master_address() const { return "127.0.0.1:" + std::to_string(master_port_); }
+  // "127.0.0.1:PORT" of each node (what a standalone client attaches to), in start order.
+  std::vector<std::string> node_addresses() const;
   // CPU seconds used by all the pool's processes so far.
   double CpuSeconds() const;
   // OK while every process runs; else INTERNAL_ERROR naming the one that exited, with its log.
@@ -43,6 +45,7 @@ class LocalPool {
   uint16_t master_port_ = 0;
   std::unique_ptr<ChildProcess> master_;
   std::vector<std::unique_ptr<ChildProcess>> nodes_;
+  std::vector<uint16_t> node_ports_;
 };
 
 // A port that was free on 127.0.0.1 a moment ago (0 when no socket could be bound).

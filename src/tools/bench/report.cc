@@ -41,7 +41,7 @@ void FinishRow(Row& row, const LimitFigure* limit, const std::string& limit_name
 }
 
 std::string TableHeader() {
-  return fmt::format("{:<15} {:<8} {:>7} {:>5} {:>3} {:>7} {:>10} {:>9} {:>9} {:>9} {:>14} {:>8}",
+  return fmt::format("{:<15} {:<10} {:>7} {:>5} {:>3} {:>7} {:>10} {:>9} {:>9} {:>9} {:>14} {:>8}",
                      "workload", "mode", "page", "batch", "thr", "GB/s", "keys/s", "p50 us",
                      "p99 us", "p999 us", "x limit", "cpu-s/GB");
 }
@@ -51,7 +51,7 @@ std::string TableLine(const Row& r) {
   std::string gbps = r.bytes > 0 ? fmt::format("{:.2f}", r.gbps) : "-";
   std::string cpu = r.bytes > 0 && r.cpu_s > 0 ? fmt::format("{:.2f}", r.cpu_s_per_gb) : "-";
   std::string line = fmt::format(
-      "{:<15} {:<8} {:>7} {:>5} {:>3} {:>7} {:>10.0f} {:>9.1f} {:>9.1f} {:>9.1f} {:>14} {:>8}",
+      "{:<15} {:<10} {:>7} {:>5} {:>3} {:>7} {:>10.0f} {:>9.1f} {:>9.1f} {:>9.1f} {:>14} {:>8}",
       r.workload, r.mode, PageText(r.page_bytes), r.batch, r.threads, gbps, r.keys_per_s, r.p50_us,
       r.p99_us, r.p999_us, ratio, cpu);
   if (!r.note.empty()) line += "  " + r.note;
@@ -85,6 +85,7 @@ Status WriteJson(const std::string& path, const Limits& limits, const std::vecto
                            {"ratio", r.ratio},
                            {"cpu_s", r.cpu_s},
                            {"cpu_s_per_gb", r.cpu_s_per_gb},
+                           {"pool_cpu_s", r.pool_cpu_s},
                            {"verified_keys", r.verified},
                            {"note", r.note}});
   }

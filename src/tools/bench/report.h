@@ -28,6 +28,7 @@ struct Row {
   double ratio = 0;                            // gbps / limit_gbps, 0 when no limit
   double cpu_s = 0;         // CPU of the bench and its pool processes during the row
   double cpu_s_per_gb = 0;  // cpu_s / (bytes / 1e9); 0 when no bytes moved
+  double pool_cpu_s = 0;    // the part of cpu_s used by the pool's processes (master, nodes)
   uint64_t verified = 0;    // keys checked byte-exact
   std::string note;         // anything odd ("cpu excludes external pool")
 };

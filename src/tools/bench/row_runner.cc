@@ -16,6 +16,7 @@ struct Phases {
   std::latch go{1};      // main -> threads: CPU sampled, start measuring
   std::latch measured;   // threads -> main: stopped measuring
   std::latch finish{1};  // main -> threads: CPU sampled, clean up
+  bool skip = false;     // set by main before `go` when a thread failed to prepare
 };
 
 void RunThread(const RowContext& ctx, RowWorker& w, Phases& ph, ThreadTally& tally, Status& error) {
@@ -25,7 +26,7 @@ void RunThread(const RowContext& ctx, RowWorker& w, Phases& ph, ThreadTally& tal
   const BenchOptions& o = *ctx.options;
   const auto end = BenchClock::now() + std::chrono::duration_cast<BenchClock::duration>(
                                            std::chrono::duration<double>(o.RowSeconds()));
-  while (error.ok() && !ctx.stop.stop_requested()) {
+  while (error.ok() && !ph.skip && !ctx.stop.stop_requested()) {
     if (o.iterations > 0 ? tally.calls >= static_cast<uint64_t>(o.iterations)
                          : BenchClock::now() >= end) {
       break;
@@ -34,7 +35,7 @@ void RunThread(const RowContext& ctx, RowWorker& w, Phases& ph, ThreadTally& tal
   }
   ph.measured.count_down();
   ph.finish.wait();
-  Status st = w.Finish();
+  Status st = w.Finish(tally);
   if (error.ok()) error = st;
 }
 
@@ -51,9 +52,12 @@ Status RunWorkers(const RowContext& ctx, int threads, const WorkerFactory& make,
     pool.emplace_back([&, t] { RunThread(ctx, *workers[t], ph, tallies[t], errors[t]); });
   }
   ph.prepared.wait();
+  for (auto& e : errors) ph.skip = ph.skip || !e.ok();  // written before count_down
+  const double pool0 = ctx.pool_cpu ? ctx.pool_cpu() : 0;
   const double cpu0 = ProcessCpuSeconds() + (ctx.pool_cpu ? ctx.pool_cpu() : 0);
   ph.go.count_down();
   ph.measured.wait();
+  row.pool_cpu_s = (ctx.pool_cpu ? ctx.pool_cpu() : 0) - pool0;
   const double cpu1 = ProcessCpuSeconds() + (ctx.pool_cpu ? ctx.pool_cpu() : 0);
   ph.finish.count_down();
   for (auto& th : pool) th.join();

@@ -20,6 +20,7 @@ namespace kvpool::tools::bench {
 struct RowContext {
   Client* client = nullptr;  // thread-safe; shared by all threads of a row
   Mode mode = Mode::kRemote;
+  bool host_memory = false;  // standalone: buffers must come from HostMemAllocator
   const BenchOptions* options = nullptr;
   std::string key_prefix;            // unique per run and mode
   ReplicateConfig replicate;         // embedded: the client's own segment first
@@ -53,9 +54,9 @@ struct ThreadTally {
 class RowWorker {
  public:
   virtual ~RowWorker() = default;
-  virtual Status Prepare() = 0;                 // allocate, register, populate; untimed
-  virtual Status Step(ThreadTally& tally) = 0;  // one measured batch call (+ sampled checks)
-  virtual Status Finish() = 0;                  // verify the end state, remove keys; untimed
+  virtual Status Prepare() = 0;                   // allocate, register, populate; untimed
+  virtual Status Step(ThreadTally& tally) = 0;    // one measured batch call (+ sampled checks)
+  virtual Status Finish(ThreadTally& tally) = 0;  // verify the end state, remove keys; untimed
 };
 
 using WorkerFactory = std::function<std::unique_ptr<RowWorker>(int thread_index)>;

@@ -13,10 +13,12 @@
 namespace kvpool::tools::bench {
 
 // `pages` page-aligned pages of `page_bytes`, touched, registered with `client` by Register()
-// and unregistered and freed by the destructor. One thread at a time.
+// and unregistered and freed by the destructor. With `host_allocator` the memory comes from
+// kvpool's HostMemAllocator (shared memory a standalone client's node can map), else from the
+// heap. One thread at a time.
 class RegisteredPages {
  public:
-  RegisteredPages(Client* client, uint64_t page_bytes, size_t pages);
+  RegisteredPages(Client* client, uint64_t page_bytes, size_t pages, bool host_allocator);
   ~RegisteredPages();
   RegisteredPages(const RegisteredPages&) = delete;
   RegisteredPages& operator=(const RegisteredPages&) = delete;
@@ -31,6 +33,7 @@ class RegisteredPages {
   Client* client_;
   uint64_t page_bytes_;
   size_t pages_;
+  bool host_allocator_;
   uint8_t* base_ = nullptr;
   bool registered_ = false;
 };
@@ -42,10 +45,12 @@ std::string WorkerKeyBase(const RowContext& ctx, const char* workload, uint64_t 
 void RemoveKeys(Client* client, const std::vector<std::string>& keys);
 
 // Writes pages of 4 MiB through `client` until `bytes` are written or `max_seconds` passed,
-// then removes them: the pool's segment memory is touched once before anything is measured (a
-// fresh segment's first write otherwise pays the page faults). Returns the bytes written.
-Result<uint64_t> WarmUp(Client* client, const ReplicateConfig& replicate,
-                        const std::string& key_base, uint64_t bytes, double max_seconds);
+// or a stop request, then removes them: the pool's segment memory is touched once before anything
+// is measured (a fresh segment's first write otherwise pays the page faults). Returns the bytes
+// written.
+Result<uint64_t> WarmUp(Client* client, bool host_allocator, const ReplicateConfig& replicate,
+                        const std::string& key_base, uint64_t bytes, double max_seconds,
+                        std::stop_token stop);
 
 // Put: every call stores `batch` fresh keys of `page` bytes; Finish reads the last batch back
 // and checks it byte-exact, then removes every key it put.

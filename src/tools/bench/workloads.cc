@@ -12,6 +12,7 @@ namespace {
 
 // Rows may fill this fraction of the pool: the master starts evicting at 90 %.
 constexpr double kUsableFraction = 0.8;
+constexpr uint64_t kMaxGetKeys = 16384;  // per thread
 
 Status TooBig(uint64_t need, uint64_t capacity) {
   return Status(
@@ -26,7 +27,9 @@ Status TooBig(uint64_t need, uint64_t capacity) {
 Result<size_t> GetRowKeys(const RowContext& ctx, uint64_t page, int batch) {
   const BenchOptions& o = *ctx.options;
   const uint64_t per_thread = o.working_set_bytes / o.threads;
-  size_t n = std::max<size_t>(batch, (per_thread + page - 1) / page);
+  // Small pages: at most kMaxGetKeys keys, so populating the row stays quick.
+  size_t n =
+      std::max<size_t>(batch, std::min<uint64_t>((per_thread + page - 1) / page, kMaxGetKeys));
   n = (n + batch - 1) / batch * batch;
   const auto usable = static_cast<uint64_t>(kUsableFraction * ctx.capacity_bytes);
   const size_t fit = usable / page / o.threads / batch * batch;
@@ -64,7 +67,7 @@ Result<Row> RunRow(const RowContext& ctx, const Limits& limits, Workload w, uint
   }
   KVPOOL_RETURN_IF_ERROR(RunWorkers(ctx, o.threads, make, row));
   const LimitFigure* limit = data ? limits.For(ctx.mode, page_bytes) : nullptr;
-  FinishRow(row, limit, ctx.mode == Mode::kEmbedded ? "memcpy" : "tcp");
+  FinishRow(row, limit, LimitName(ctx.mode));
   if (!ctx.pool_cpu) row.note = "cpu: bench process only";
   return row;
 }

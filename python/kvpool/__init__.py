@@ -1,0 +1,49 @@
+"""kvpool: a distributed KV-cache store for LLM inference.
+
+The store class offers Mooncake Store's Python API (``KVPoolStore``, alias
+``MooncakeDistributedStore``); ``kvpool.sglang`` is the SGLang HiCache backend.
+"""
+
+import enum as _enum
+
+from kvpool._kvpool import (  # noqa: F401
+    HAS_STANDALONE,
+    BufferHandle,
+    HostMemAllocator,
+    KVPoolError,
+    KVPoolStore,
+    MooncakeDistributedStore,
+    MooncakeHostMemAllocator,
+    ReplicateConfig,
+    SoftPinAction,
+    __version__,
+    error_name,
+    error_table,
+    last_error,
+    parse_size,
+)
+
+#: Every error number kvpool returns, by name (numbers match Mooncake Store's).
+ErrorCode = _enum.IntEnum("ErrorCode", error_table())
+
+__all__ = [
+    "ErrorCode",
+    "HAS_STANDALONE",
+    "BufferHandle",
+    "HostMemAllocator",
+    "KVPoolError",
+    "KVPoolStore",
+    "MooncakeDistributedStore",
+    "MooncakeHostMemAllocator",
+    "ReplicateConfig",
+    "SoftPinAction",
+    "error_name",
+    "last_error",
+    "parse_size",
+    "__version__",
+]
+
+if HAS_STANDALONE:
+    from kvpool._kvpool import HostBuffer
+
+    __all__.append("HostBuffer")

@@ -1,0 +1,322 @@
+// Standalone client: set-up, buffer registration (the rule the seed document is about),
+// metadata calls and lifecycle.
+#include "client/standalone_client.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "client/host_memory_registry.h"
+#include "common/random_id.h"
+#include "rpc/endpoint.h"
+
+namespace kvpool {
+
+Result<std::unique_ptr<Client>> Client::SetupStandalone(const StandaloneOptions& options) {
+  auto socket = client::StandaloneSocketName(options.server_address);
+  if (!socket.ok()) return socket.status();
+  if (options.rpc_timeout.count() <= 0 || options.transfer_timeout.count() <= 0 ||
+      options.heartbeat_interval.count() <= 0) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  "rpc_timeout, transfer_timeout and heartbeat_interval must be > 0");
+  }
+  auto impl = std::make_unique<client::StandaloneClient>(options, *socket);
+  KVPOOL_RETURN_IF_ERROR(impl->Init());
+  return std::unique_ptr<Client>(std::move(impl));
+}
+
+namespace client {
+namespace {
+
+constexpr uint64_t kDefaultStagingBytes = 64ull << 20;
+
+// The error a standalone client gives for memory the node cannot map (the seed's situation).
+Status NotHostAllocated(const void* ptr, size_t size, const std::string& reason) {
+  return Status(
+      ErrorCode::UNAVAILABLE_IN_CURRENT_MODE,
+      fmt::format(
+          "register_buffer(ptr={}, size={}) refused: in standalone mode the kvpool node maps "
+          "registered memory, so it must come from kvpool's HostMemAllocator, and this range is "
+          "not inside one such allocation ({}). Ways out: (1) allocate the host KV pool with "
+          "kvpool's HostMemAllocator (kvpool.HostMemAllocator().alloc(size) in Python); "
+          "(2) turn standalone mode off (Client::Setup / setup(), embedded mode); (3) keep this "
+          "memory and use the copying calls (put/get, batch_put/batch_get), which pass through "
+          "the staging buffer shared with the node",
+          ptr, size, reason));
+}
+
+}  // namespace
+
+Result<std::string> StandaloneSocketName(const std::string& server_address) {
+  if (!server_address.empty() && (server_address[0] == '@' || server_address[0] == '/')) {
+    return server_address;
+  }
+  auto ep = rpc::ParseEndpoint(server_address, 50052, "server_address");
+  if (!ep.ok()) return ep.status();
+  if (ep->port == 0) {
+    return Status(
+        ErrorCode::INVALID_PARAMS,
+        fmt::format("server_address '{}': the node's port must not be 0", server_address));
+  }
+  return fmt::format("@kvpool_node_{}.sock", ep->port);
+}
+
+StandaloneClient::StandaloneClient(const StandaloneOptions& options, std::string socket_name)
+    : options_(options), socket_name_(std::move(socket_name)), client_id_(RandomId()) {
+  NodeLinkOptions lo;
+  lo.socket_name = socket_name_;
+  lo.client_id = client_id_;
+  lo.rpc_timeout = options_.rpc_timeout;
+  lo.heartbeat_interval = options_.heartbeat_interval;
+  lo.mem_pool_size = options_.mem_pool_size;
+  lo.local_buffer_size =
+      options_.local_buffer_size > 0 ? options_.local_buffer_size : kDefaultStagingBytes;
+  link_ = std::make_unique<NodeLink>(lo, [this] { return regions_.Regions(); });
+}
+
+StandaloneClient::~StandaloneClient() { (void)Close(); }
+
+Status StandaloneClient::Init() {
+  KVPOOL_RETURN_IF_ERROR(link_->Attach(RpcDeadline()));
+  staging_size_ =
+      options_.local_buffer_size > 0 ? options_.local_buffer_size : kDefaultStagingBytes;
+  auto mem = allocator_.Alloc(staging_size_);
+  if (!mem.ok()) {
+    return Status(mem.code(), "staging buffer (local_buffer_size): " + mem.status().message());
+  }
+  staging_ = static_cast<uint8_t*>(*mem);
+  auto region = RegisterStagingRegion(staging_, staging_size_);
+  if (!region.ok()) return region.status();
+  staging_region_ = *region;
+  link_->StartHeartbeat();
+  return Status::Ok();
+}
+
+Status StandaloneClient::CheckOpen() const {
+  if (closed_.load()) return Status(ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS, "client is closed");
+  return Status::Ok();
+}
+
+Deadline StandaloneClient::DataDeadline() const {
+  // A put is three phases at the node: PUT_START, the transfer, PUT_END.
+  return DeadlineAfter(2 * options_.rpc_timeout + options_.transfer_timeout);
+}
+
+Deadline StandaloneClient::WaitDeadline(Deadline node_deadline) {
+  return node_deadline + std::chrono::seconds(1);
+}
+
+Result<uint64_t> StandaloneClient::RegisterStagingRegion(void* ptr, uint64_t size) {
+  auto found = HostMemoryRegistry::Instance().Find(ptr, size);
+  if (!found.ok()) return found.status();
+  Region r;
+  r.id = regions_.NextId();
+  r.alloc_id = found->allocation.id;
+  r.base = found->allocation.base;
+  r.size = found->allocation.size;
+  r.staging = true;
+  r.fd = std::make_shared<rpc::UniqueFd>(std::move(found->fd));
+  rpc::RegisterRegion msg;
+  msg.set_region_id(r.id);
+  msg.set_size(r.size);
+  msg.set_staging(true);
+  int fd = r.fd->get();
+  const uint64_t id = r.id;
+  // In the table before the node hears of it, so a re-attach in between registers it too.
+  regions_.AddRegion(std::move(r));
+  Status st = link_->Control(rpc::REGISTER_REGION, msg, nullptr, RpcDeadline(), {&fd, 1});
+  if (!st.ok()) {
+    regions_.RemoveRegion(id);
+    return st;
+  }
+  return id;
+}
+
+void StandaloneClient::UnregisterRegionAtNode(uint64_t region_id) {
+  rpc::UnregisterRegion msg;
+  msg.set_region_id(region_id);
+  Status st = link_->Control(rpc::UNREGISTER_REGION, msg, nullptr, RpcDeadline());
+  if (!st.ok()) {
+    // The node releases it with the session at the latest.
+    spdlog::debug("unregister of region={} at the node failed: error={}", region_id, st.ToString());
+  }
+}
+
+Status StandaloneClient::RegisterBuffer(void* ptr, size_t size) {
+  KVPOOL_RETURN_IF_ERROR(CheckOpen());
+  const auto start = reinterpret_cast<uintptr_t>(ptr);
+  if (ptr == nullptr || size == 0 || start + size < start) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("register_buffer(ptr={}, size={}): need a non-null pointer and a "
+                              "size > 0",
+                              ptr, size));
+  }
+  std::lock_guard<std::mutex> lock(register_mu_);
+  auto found = HostMemoryRegistry::Instance().Find(ptr, size);
+  if (!found.ok()) {
+    if (found.code() != ErrorCode::UNAVAILABLE_IN_CURRENT_MODE) return found.status();
+    return NotHostAllocated(ptr, size, found.status().message());
+  }
+  uint64_t region_id = 0;
+  if (auto region = regions_.OfAllocation(found->allocation.id); region != nullptr) {
+    region_id = region->id;  // another range of an allocation the node has already mapped
+  } else {
+    Region r;
+    r.id = region_id = regions_.NextId();
+    r.alloc_id = found->allocation.id;
+    r.base = found->allocation.base;
+    r.size = found->allocation.size;
+    r.fd = std::make_shared<rpc::UniqueFd>(std::move(found->fd));
+    rpc::RegisterRegion msg;
+    msg.set_region_id(r.id);
+    msg.set_size(r.size);
+    int fd = r.fd->get();
+    regions_.AddRegion(std::move(r));
+    Status st = link_->Control(rpc::REGISTER_REGION, msg, nullptr, RpcDeadline(), {&fd, 1});
+    if (!st.ok()) {
+      regions_.RemoveRegion(region_id);
+      return st;
+    }
+  }
+  for (const Region& orphan : regions_.AddRange(start, size, region_id)) {
+    UnregisterRegionAtNode(orphan.id);
+  }
+  return Status::Ok();
+}
+
+Status StandaloneClient::UnregisterBuffer(void* ptr) {
+  KVPOOL_RETURN_IF_ERROR(CheckOpen());
+  std::lock_guard<std::mutex> lock(register_mu_);
+  auto orphans = regions_.RemoveRange(reinterpret_cast<uintptr_t>(ptr));
+  if (!orphans.ok()) return orphans.status();
+  for (const Region& orphan : *orphans) UnregisterRegionAtNode(orphan.id);
+  return Status::Ok();
+}
+
+namespace {
+
+rpc::KeysRequest KeysOf(const std::vector<std::string>& keys, bool force = false) {
+  rpc::KeysRequest req;
+  req.mutable_keys()->Reserve(static_cast<int>(keys.size()));
+  for (const auto& k : keys) req.add_keys(k);
+  req.set_force(force);
+  return req;
+}
+
+// Per key statuses of a CodesReply (codes <= 0; 1 also counts as OK).
+std::vector<Status> StatusesOf(const Status& call, const rpc::CodesReply& reply, size_t n) {
+  if (call.ok() && reply.codes_size() != static_cast<int>(n)) {
+    return std::vector<Status>(n, Status(ErrorCode::INTERNAL_ERROR, "node reply size mismatch"));
+  }
+  std::vector<Status> out(n, call);
+  if (!call.ok()) return out;
+  for (size_t i = 0; i < n; ++i) {
+    int32_t code = reply.codes(static_cast<int>(i));
+    if (code < 0) {
+      std::string msg = static_cast<int>(i) < reply.messages_size()
+                            ? reply.messages(static_cast<int>(i))
+                            : std::string();
+      out[i] = Status(ErrorCodeFromInt(code), msg);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<bool> StandaloneClient::IsExist(const std::string& key) { return BatchIsExist({key})[0]; }
+
+std::vector<Result<bool>> StandaloneClient::BatchIsExist(const std::vector<std::string>& keys) {
+  if (Status st = CheckOpen(); !st.ok()) return std::vector<Result<bool>>(keys.size(), st);
+  if (keys.empty()) return {};
+  rpc::CodesReply reply;
+  Status call = link_->Data(rpc::LOCAL_EXISTS, KeysOf(keys), &reply, RpcDeadline());
+  auto status = StatusesOf(call, reply, keys.size());
+  std::vector<Result<bool>> out;
+  out.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!status[i].ok()) {
+      out.emplace_back(status[i]);
+    } else {
+      out.emplace_back(reply.codes(static_cast<int>(i)) == 1);
+    }
+  }
+  return out;
+}
+
+Result<size_t> StandaloneClient::ExistsPrefix(const std::vector<std::string>& keys) {
+  KVPOOL_RETURN_IF_ERROR(CheckOpen());
+  rpc::ExistsPrefixReply reply;
+  KVPOOL_RETURN_IF_ERROR(
+      link_->Data(rpc::LOCAL_EXISTS_PREFIX, KeysOf(keys), &reply, RpcDeadline()));
+  return static_cast<size_t>(reply.count());
+}
+
+Result<uint64_t> StandaloneClient::GetSize(const std::string& key) {
+  KVPOOL_RETURN_IF_ERROR(CheckOpen());
+  rpc::LocalGetReply reply;
+  KVPOOL_RETURN_IF_ERROR(link_->Data(rpc::LOCAL_GET_SIZE, KeysOf({key}), &reply, RpcDeadline()));
+  if (reply.codes_size() != 1 || reply.sizes_size() != 1 || reply.messages_size() != 1) {
+    return Status(ErrorCode::INTERNAL_ERROR, "node reply size mismatch");
+  }
+  if (reply.codes(0) != 0) return Status(ErrorCodeFromInt(reply.codes(0)), reply.messages(0));
+  return reply.sizes(0);
+}
+
+Status StandaloneClient::Remove(const std::string& key, bool force) {
+  return BatchRemove({key}, force)[0];
+}
+
+std::vector<Status> StandaloneClient::BatchRemove(const std::vector<std::string>& keys,
+                                                  bool force) {
+  if (Status st = CheckOpen(); !st.ok()) return std::vector<Status>(keys.size(), st);
+  if (keys.empty()) return {};
+  rpc::CodesReply reply;
+  Status call = link_->Data(rpc::LOCAL_REMOVE, KeysOf(keys, force), &reply, RpcDeadline());
+  return StatusesOf(call, reply, keys.size());
+}
+
+Result<uint64_t> StandaloneClient::RemoveAll(bool force) {
+  KVPOOL_RETURN_IF_ERROR(CheckOpen());
+  rpc::RemoveAll req;
+  req.set_force(force);
+  rpc::RemoveAllReply reply;
+  KVPOOL_RETURN_IF_ERROR(link_->Data(rpc::LOCAL_REMOVE_ALL, req, &reply, RpcDeadline()));
+  return reply.removed();
+}
+
+Result<PoolStat> StandaloneClient::Stat() {
+  KVPOOL_RETURN_IF_ERROR(CheckOpen());
+  rpc::StatReply r;
+  KVPOOL_RETURN_IF_ERROR(link_->Data(rpc::LOCAL_STAT, rpc::Empty(), &r, RpcDeadline()));
+  PoolStat s;
+  s.capacity = r.capacity();
+  s.used = r.used();
+  s.object_count = r.object_count();
+  s.client_count = r.client_count();
+  s.evicted_total = r.evicted_total();
+  for (const auto& seg : r.segments()) {
+    s.segments.push_back(
+        {seg.segment_name(), seg.endpoint(), seg.size(), seg.used(), seg.object_count()});
+  }
+  return s;
+}
+
+int StandaloneClient::HealthCheck() {
+  if (closed_.load()) return 1;
+  return link_->Health();
+}
+
+Status StandaloneClient::Close() {
+  if (closed_.exchange(true)) return Status::Ok();
+  link_->Close();  // the node drops the session and unmaps this process's memory
+  std::lock_guard<std::mutex> lock(staging_mu_);
+  if (staging_ != nullptr) {
+    (void)allocator_.Free(staging_);
+    staging_ = nullptr;
+  }
+  regions_.Clear();
+  return Status::Ok();
+}
+
+}  // namespace client
+}  // namespace kvpool

@@ -1,0 +1,116 @@
+// The Client returned by Client::SetupStandalone: a light client attached to the `kvpool node`
+// on its host. It owns no segment and never touches the pool's bytes: every batch names the
+// caller's memory as (region id, offset, length) inside HostMemAllocator allocations it shared
+// with the node, and the node moves the bytes. Split by path: standalone_client.cc (set-up,
+// registration, metadata calls, lifecycle), standalone_data.cc (zero-copy batches),
+// standalone_copy.cc (copying calls through the staging buffer).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "client/node_link.h"
+#include "client/region_table.h"
+#include "kvpool/client.h"
+#include "kvpool/host_allocator.h"
+
+namespace kvpool::client {
+
+// The Unix socket a standalone client reaches for `server_address` (see StandaloneOptions).
+// Errors: INVALID_PARAMS naming the address.
+Result<std::string> StandaloneSocketName(const std::string& server_address);
+
+class StandaloneClient : public Client {
+ public:
+  StandaloneClient(const StandaloneOptions& options, std::string socket_name);
+  ~StandaloneClient() override;
+  // Attaches, allocates and registers the staging buffer, starts the heartbeat.
+  Status Init();
+
+  Status RegisterBuffer(void* ptr, size_t size) override;
+  Status UnregisterBuffer(void* ptr) override;
+  Status PutFrom(const std::string& key, const void* ptr, size_t size,
+                 const ReplicateConfig& config) override;
+  Result<uint64_t> GetInto(const std::string& key, void* ptr, size_t size) override;
+  std::vector<Status> BatchPutFrom(const std::vector<std::string>& keys,
+                                   const std::vector<const void*>& ptrs,
+                                   const std::vector<size_t>& sizes,
+                                   const ReplicateConfig& config) override;
+  std::vector<Result<uint64_t>> BatchGetInto(const std::vector<std::string>& keys,
+                                             const std::vector<void*>& ptrs,
+                                             const std::vector<size_t>& sizes) override;
+  std::vector<Status> BatchPutFromMultiBuffers(const std::vector<std::string>& keys,
+                                               const std::vector<std::vector<const void*>>& ptrs,
+                                               const std::vector<std::vector<size_t>>& sizes,
+                                               const ReplicateConfig& config) override;
+  std::vector<Result<uint64_t>> BatchGetIntoMultiBuffers(
+      const std::vector<std::string>& keys, const std::vector<std::vector<void*>>& ptrs,
+      const std::vector<std::vector<size_t>>& sizes) override;
+  std::vector<Status> BatchUpsertFrom(const std::vector<std::string>& keys,
+                                      const std::vector<const void*>& ptrs,
+                                      const std::vector<size_t>& sizes,
+                                      const ReplicateConfig& config) override;
+  std::vector<Status> BatchPut(const std::vector<std::string>& keys,
+                               const std::vector<std::span<const uint8_t>>& values,
+                               const ReplicateConfig& config) override;
+  std::vector<Result<std::vector<uint8_t>>> BatchGet(const std::vector<std::string>& keys) override;
+  Result<bool> IsExist(const std::string& key) override;
+  std::vector<Result<bool>> BatchIsExist(const std::vector<std::string>& keys) override;
+  Result<size_t> ExistsPrefix(const std::vector<std::string>& keys) override;
+  Result<uint64_t> GetSize(const std::string& key) override;
+  Status Remove(const std::string& key, bool force) override;
+  std::vector<Status> BatchRemove(const std::vector<std::string>& keys, bool force) override;
+  Result<uint64_t> RemoveAll(bool force) override;
+  Result<PoolStat> Stat() override;
+  int HealthCheck() override;
+  Status Close() override;
+  std::string SegmentName() const override { return link_->segment_name(); }
+
+ private:
+  // standalone_data.cc
+  std::vector<Status> PutSlices(const std::vector<std::string>& keys,
+                                const std::vector<std::vector<const void*>>& ptrs,
+                                const std::vector<std::vector<size_t>>& sizes,
+                                const ReplicateConfig& config, bool upsert);
+  // Sends one LOCAL_PUT for the objects of `req`, whose batch indexes are `sent`.
+  void SendPut(rpc::LocalPut& req, const std::vector<size_t>& sent, std::vector<Status>& out);
+  // Sends one LOCAL_GET; `reply` is checked to have one entry per object.
+  Status SendGet(rpc::LocalGet& req, rpc::LocalGetReply* reply);
+
+  // standalone_copy.cc
+  // One key through a temporary shared allocation (a value larger than the staging buffer).
+  Status PutThroughTemporary(const std::string& key, std::span<const uint8_t> value,
+                             const ReplicateConfig& config);
+  Result<std::vector<uint8_t>> GetThroughTemporary(const std::string& key, uint64_t size);
+  // Shares `ptr` (a HostMemAllocator allocation) with the node as a staging region.
+  Result<uint64_t> RegisterStagingRegion(void* ptr, uint64_t size);
+  void UnregisterRegionAtNode(uint64_t region_id);
+
+  // UNAVAILABLE_IN_CURRENT_STATUS after Close().
+  Status CheckOpen() const;
+  // The deadline the node must finish a data call by; the client waits a grace period longer
+  // so that no reply (and no write into its pages) can come after it gave up.
+  Deadline DataDeadline() const;
+  static Deadline WaitDeadline(Deadline node_deadline);
+  Deadline RpcDeadline() const { return DeadlineAfter(options_.rpc_timeout); }
+
+  const StandaloneOptions options_;
+  const std::string socket_name_;
+  const std::string client_id_;
+  HostMemAllocator allocator_;
+  RegionTable regions_;
+  std::unique_ptr<NodeLink> link_;
+  std::mutex register_mu_;  // serializes RegisterBuffer / UnregisterBuffer
+
+  std::mutex staging_mu_;  // one copying call at a time uses the staging buffer
+  uint8_t* staging_ = nullptr;
+  uint64_t staging_size_ = 0;
+  uint64_t staging_region_ = 0;
+
+  std::atomic<bool> closed_{false};
+};
+
+}  // namespace kvpool::client

@@ -1,0 +1,204 @@
+#include "master/admin_routes.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <nlohmann/json.hpp>
+
+namespace kvpool::master {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kDefaultListLimit = 100;
+
+std::string Dump(const json& j) {
+  // Keys are opaque bytes: replace invalid UTF-8 rather than throw.
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+AdminResponse Json(const json& j, int status = 200) {
+  return {status, "application/json", Dump(j)};
+}
+
+AdminResponse Error(const Status& st) {
+  int http = 400;
+  if (st.code() == ErrorCode::OBJECT_NOT_FOUND) http = 404;
+  return Json({{"code", ErrorCodeName(st.code())}, {"message", st.message()}}, http);
+}
+
+const std::string* Param(const AdminRoutes::Params& params, const std::string& name) {
+  auto it = params.find(name);
+  return it == params.end() ? nullptr : &it->second;
+}
+
+bool Printable(std::string_view key) {
+  for (unsigned char c : key) {
+    if (c < 0x20 || c >= 0x7f) return false;
+  }
+  return true;
+}
+
+std::string Hex(std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char b : bytes) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
+Result<std::string> Unhex(std::string_view hex) {
+  auto value = [](char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    int hi = value(hex[i]), lo = value(hex[i + 1]);
+    if (hi < 0 || lo < 0) break;
+    out.push_back(static_cast<char>(hi << 4 | lo));
+  }
+  if (out.size() * 2 != hex.size()) {
+    return Status(
+        ErrorCode::INVALID_PARAMS,
+        fmt::format("key_hex='{}' is not an even number of hex digits", hex.substr(0, 64)));
+  }
+  return out;
+}
+
+void AddKey(json& j, std::string_view key) {
+  j["key"] = std::string(key);
+  if (!Printable(key)) j["key_hex"] = Hex(key);
+}
+
+}  // namespace
+
+const std::vector<std::string_view>& AdminRoutes::Paths() {
+  static const std::vector<std::string_view> paths = {"/health",  "/metrics", "/segments",
+                                                      "/objects", "/object",  "/clients"};
+  return paths;
+}
+
+AdminResponse AdminRoutes::Get(std::string_view path, const Params& params) const {
+  if (path == "/health") return {200, "text/plain", "OK"};
+  if (path == "/metrics") return Metrics();
+  if (path == "/segments") return Segments();
+  if (path == "/objects") return ObjectList(params);
+  if (path == "/object") return ObjectDetail(params);
+  if (path == "/clients") return Clients();
+  if (path == "/") {
+    std::string body = "kvpool master admin endpoints:\n";
+    for (std::string_view p : Paths()) body += fmt::format("  {}\n", p);
+    return {200, "text/plain", body};
+  }
+  return {404, "text/plain",
+          fmt::format("no such endpoint; try one of /health /metrics "
+                      "/segments /objects /object /clients\n")};
+}
+
+AdminResponse AdminRoutes::Metrics() const {
+  PoolGauges pool;
+  pool.stat = core_->Stat();
+  pool.evicted_bytes_total = core_->evicted_bytes_total();
+  pool.pending_objects = core_->PendingObjects();
+  pool.start_unix_seconds = start_unix_seconds_;
+  return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_->Render(pool)};
+}
+
+AdminResponse AdminRoutes::Segments() const {
+  rpc::StatReply s = core_->Stat();
+  json segments = json::array();
+  for (const rpc::SegmentInfo& seg : s.segments()) {
+    segments.push_back({{"name", seg.segment_name()},
+                        {"endpoint", seg.endpoint()},
+                        {"client_id", seg.client_id()},
+                        {"capacity_bytes", seg.size()},
+                        {"used_bytes", seg.used()},
+                        {"objects", seg.object_count()}});
+  }
+  return Json({{"segments", std::move(segments)},
+               {"capacity_bytes", s.capacity()},
+               {"used_bytes", s.used()},
+               {"objects", s.object_count()},
+               {"clients", s.client_count()},
+               {"evicted_objects", s.evicted_total()},
+               {"master_epoch", fmt::format("{:016x}", s.master_epoch())}});
+}
+
+AdminResponse AdminRoutes::ObjectList(const Params& params) const {
+  size_t limit = kDefaultListLimit;
+  if (const std::string* l = Param(params, "limit")) {
+    const char* end = l->data() + l->size();
+    auto [p, ec] = std::from_chars(l->data(), end, limit);
+    if (l->empty() || ec != std::errc() || p != end) {
+      return Error(Status(ErrorCode::INVALID_PARAMS,
+                          fmt::format("limit='{}' is not a number; use 1..{}", l->substr(0, 32),
+                                      MasterCore::kMaxListLimit)));
+    }
+  }
+  const std::string* prefix = Param(params, "prefix");
+  const std::string* cursor = Param(params, "cursor");
+  auto listing = core_->ListObjects(prefix ? *prefix : "", limit, cursor ? *cursor : "");
+  if (!listing.ok()) return Error(listing.status());
+  json objects = json::array();
+  for (const ObjectListing::Entry& e : listing->objects) {
+    json o;
+    AddKey(o, e.key);
+    o["size"] = e.size;
+    o["state"] = e.pending ? "pending" : "complete";
+    objects.push_back(std::move(o));
+  }
+  return Json({{"objects", std::move(objects)}, {"next_cursor", listing->next_cursor}});
+}
+
+AdminResponse AdminRoutes::ObjectDetail(const Params& params) const {
+  std::string key;
+  if (const std::string* k = Param(params, "key")) {
+    key = *k;
+  } else if (const std::string* h = Param(params, "key_hex")) {
+    auto bytes = Unhex(*h);
+    if (!bytes.ok()) return Error(bytes.status());
+    key = std::move(bytes).value();
+  } else {
+    return Error(Status(ErrorCode::INVALID_PARAMS, "pass ?key=KEY or ?key_hex=HEX"));
+  }
+  auto info = core_->InspectObject(key, clock_());
+  if (!info.ok()) return Error(info.status());
+  json j;
+  AddKey(j, info->key);
+  j["size"] = info->size;
+  j["state"] = info->pending ? "pending" : "complete";
+  j["lease_remaining_ms"] = info->lease_remaining_ms;
+  if (info->pending) j["pending_age_ms"] = info->pending_age_ms;
+  j["idle_ms"] = info->idle_ms;
+  j["soft_pinned"] = info->soft_pinned;
+  j["hard_pinned"] = info->hard_pinned;
+  if (!info->writer.empty()) j["writer"] = info->writer;
+  json replicas = json::array();
+  for (const ObjectInfo::Replica& r : info->replicas) {
+    replicas.push_back({{"segment", r.segment_name},
+                        {"endpoint", r.endpoint},
+                        {"segment_id", r.segment_id},
+                        {"offset", r.offset}});
+  }
+  j["replicas"] = std::move(replicas);
+  return Json(j);
+}
+
+AdminResponse AdminRoutes::Clients() const {
+  json clients = json::array();
+  for (const ClientInfo& c : core_->ListClients(clock_())) {
+    clients.push_back({{"client_id", c.client_id},
+                       {"known", c.known},
+                       {"last_seen_ms_ago", c.last_seen_ms_ago},
+                       {"segments", c.segments}});
+  }
+  return Json({{"clients", std::move(clients)}});
+}
+
+}  // namespace kvpool::master

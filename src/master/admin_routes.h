@@ -1,0 +1,68 @@
+// What the master's HTTP admin endpoints answer, free of any HTTP server (HttpAdmin wires these
+// to cpp-httplib; tests and the fuzzer call them directly).
+//
+//   /health                          200 "OK"
+//   /metrics                         Prometheus text (MasterMetrics::Render)
+//   /segments                        JSON: every mounted segment and the pool's totals
+//   /objects?prefix=&limit=&cursor=  JSON: one page of keys (MasterCore::ListObjects); follow
+//                                    next_cursor until it is empty. limit defaults to 100.
+//   /object?key=K (or key_hex=HEX)   JSON: one object's size, state, replicas and lease
+//   /clients                         JSON: clients and nodes heard from within --client_ttl
+//
+// Bad parameters answer 400 with {"code": "INVALID_PARAMS", "message": "..."}; a missing object
+// 404 with code OBJECT_NOT_FOUND; an unknown path 404. Keys that are not printable ASCII also
+// carry "key_hex" (JSON strings hold them with invalid UTF-8 replaced).
+//
+// Threading: thread-safe (the core and the metrics are).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "master/master_core.h"
+#include "master/master_metrics.h"
+
+namespace kvpool::master {
+
+struct AdminResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+};
+
+class AdminRoutes {
+ public:
+  using Params = std::multimap<std::string, std::string>;
+  using ClockFn = std::function<Clock::time_point()>;
+
+  // Both must outlive the routes. `start_unix_seconds`: when the master started.
+  AdminRoutes(MasterCore* core, const MasterMetrics* metrics, double start_unix_seconds,
+              ClockFn clock = &Clock::now)
+      : core_(core),
+        metrics_(metrics),
+        start_unix_seconds_(start_unix_seconds),
+        clock_(std::move(clock)) {}
+
+  // Answers GET `path` with query `params` (already URL-decoded).
+  AdminResponse Get(std::string_view path, const Params& params) const;
+
+  // The paths served (for the index page and tests).
+  static const std::vector<std::string_view>& Paths();
+
+ private:
+  AdminResponse Metrics() const;
+  AdminResponse Segments() const;
+  AdminResponse ObjectList(const Params& params) const;
+  AdminResponse ObjectDetail(const Params& params) const;
+  AdminResponse Clients() const;
+
+  MasterCore* const core_;
+  const MasterMetrics* const metrics_;
+  const double start_unix_seconds_;
+  const ClockFn clock_;
+};
+
+}  // namespace kvpool::master

@@ -1,0 +1,142 @@
+// The admin endpoints: AdminRoutes' answers, and HttpAdmin serving them on a real socket.
+#include "master/admin_routes.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+
+#include "master/http_admin.h"
+#include "master/master_service.h"
+#include "master/master_test_util.h"
+
+namespace kvpool::master::testing {
+namespace {
+
+using nlohmann::json;
+
+class AdminRoutesTest : public CoreTest {
+ protected:
+  AdminRoutesTest()
+      : service_(&core_), routes_(&core_, &service_.metrics(), 1.7e9, [] { return At(5); }) {}
+
+  json GetJson(std::string_view path, AdminRoutes::Params params = {}, int want = 200) {
+    AdminResponse r = routes_.Get(path, params);
+    EXPECT_EQ(r.status, want) << path << ": " << r.body;
+    EXPECT_EQ(r.content_type, "application/json");
+    return json::parse(r.body);
+  }
+
+  MasterService service_;
+  AdminRoutes routes_;
+};
+
+TEST_F(AdminRoutesTest, HealthMetricsAndUnknownPaths) {
+  EXPECT_EQ(routes_.Get("/health", {}).body, "OK");
+  AdminResponse m = routes_.Get("/metrics", {});
+  EXPECT_EQ(m.status, 200);
+  EXPECT_NE(m.content_type.find("text/plain; version=0.0.4"), std::string::npos);
+  EXPECT_NE(m.body.find("kvpool_master_start_time_seconds 1700000000\n"), std::string::npos)
+      << m.body;
+  EXPECT_NE(m.body.find("kvpool_master_info{epoch=\"000000000000002a\"} 1\n"), std::string::npos);
+  EXPECT_EQ(routes_.Get("/nope", {}).status, 404);
+  EXPECT_NE(routes_.Get("/", {}).body.find("/objects"), std::string::npos);
+}
+
+TEST_F(AdminRoutesTest, SegmentsObjectsObjectClients) {
+  Mount("node", "node:1");
+  PutComplete("c", "page/1", 100);
+  PutComplete("c", "page/2", 200);
+  PutComplete("c", std::string("bin\x01\xff", 5), 300);
+
+  json seg = GetJson("/segments");
+  ASSERT_EQ(seg["segments"].size(), 1u);
+  EXPECT_EQ(seg["segments"][0]["name"], "node:1");
+  EXPECT_EQ(seg["segments"][0]["capacity_bytes"], kSeg);
+  EXPECT_EQ(seg["segments"][0]["objects"], 3);
+  EXPECT_EQ(seg["objects"], 3);
+
+  json page = GetJson("/objects", {{"prefix", "page/"}, {"limit", "1"}});
+  ASSERT_EQ(page["objects"].size(), 1u);
+  EXPECT_EQ(page["objects"][0]["state"], "complete");
+  std::string first = page["objects"][0]["key"];
+  ASSERT_FALSE(page["next_cursor"].get<std::string>().empty());
+  json rest = GetJson("/objects", {{"prefix", "page/"}, {"cursor", page["next_cursor"]}});
+  std::set<std::string> keys = {first};
+  for (const auto& o : rest["objects"]) keys.insert(o["key"].get<std::string>());
+  EXPECT_EQ(keys, (std::set<std::string>{"page/1", "page/2"}));
+
+  json bin = GetJson("/objects", {{"prefix", "bin"}});
+  ASSERT_EQ(bin["objects"].size(), 1u);
+  EXPECT_EQ(bin["objects"][0]["key_hex"], "62696e01ff");
+
+  json obj = GetJson("/object", {{"key", "page/2"}});
+  EXPECT_EQ(obj["size"], 200);
+  EXPECT_EQ(obj["state"], "complete");
+  EXPECT_EQ(obj["lease_remaining_ms"], 0);
+  ASSERT_EQ(obj["replicas"].size(), 1u);
+  EXPECT_EQ(obj["replicas"][0]["segment"], "node:1");
+  EXPECT_EQ(GetJson("/object", {{"key_hex", "62696e01FF"}})["size"], 300);
+
+  EXPECT_EQ(GetJson("/object", {{"key", "nope"}}, 404)["code"], "OBJECT_NOT_FOUND");
+  EXPECT_EQ(GetJson("/object", {}, 400)["code"], "INVALID_PARAMS");
+  EXPECT_EQ(GetJson("/object", {{"key_hex", "abc"}}, 400)["code"], "INVALID_PARAMS");
+  EXPECT_EQ(GetJson("/objects", {{"limit", "0"}}, 400)["code"], "INVALID_PARAMS");
+  EXPECT_EQ(GetJson("/objects", {{"limit", "ten"}}, 400)["code"], "INVALID_PARAMS");
+  EXPECT_EQ(GetJson("/objects", {{"cursor", "garbage"}}, 400)["code"], "INVALID_PARAMS");
+
+  json clients = GetJson("/clients");
+  ASSERT_EQ(clients["clients"].size(), 2u);
+  EXPECT_EQ(clients["clients"][1]["client_id"], "node");
+  EXPECT_EQ(clients["clients"][1]["segments"][0], "node:1");
+  EXPECT_EQ(clients["clients"][1]["last_seen_ms_ago"], 5000);
+}
+
+TEST_F(AdminRoutesTest, ServedOverHttp) {
+  Mount("node", "node:1");
+  PutComplete("c", "k", 100);
+  HttpAdmin http("127.0.0.1", 0, &routes_);
+  ASSERT_TRUE(http.Start().ok());
+  ASSERT_NE(http.port(), 0);
+  httplib::Client client("127.0.0.1", http.port());
+  client.set_connection_timeout(5);
+  client.set_read_timeout(5);
+  auto health = client.Get("/health");
+  ASSERT_TRUE(health) << httplib::to_string(health.error());
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(health->body, "OK");
+  auto obj = client.Get("/object?key=k");
+  ASSERT_TRUE(obj);
+  EXPECT_EQ(json::parse(obj->body)["size"], 100);
+  auto missing = client.Get("/object?key=%6Eope");  // URL-decoded to "nope"
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  EXPECT_NE(missing->body.find("key=nope"), std::string::npos) << missing->body;
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("kvpool_master_objects 1\n"), std::string::npos);
+
+  // The same port cannot be taken twice (no SO_REUSEPORT sharing).
+  HttpAdmin second("127.0.0.1", http.port(), &routes_);
+  Status st = second.Start();
+  EXPECT_EQ(st.code(), ErrorCode::RPC_FAIL);
+  EXPECT_NE(st.message().find(std::to_string(http.port())), std::string::npos);
+  http.Stop();
+  http.Stop();  // idempotent
+  EXPECT_FALSE(client.Get("/health"));
+}
+
+TEST(HttpAdminTest, StopRightAfterStartDoesNotHang) {
+  MasterOptions o;
+  MasterCore core(o, 1);
+  MasterMetrics metrics;
+  AdminRoutes routes(&core, &metrics, 0);
+  for (int i = 0; i < 20; ++i) {
+    HttpAdmin http("127.0.0.1", 0, &routes);
+    ASSERT_TRUE(http.Start().ok());
+    http.Stop();
+  }
+}
+
+}  // namespace
+}  // namespace kvpool::master::testing

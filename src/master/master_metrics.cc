@@ -1,0 +1,244 @@
+#include "master/master_metrics.h"
+
+#include <fmt/format.h>
+
+namespace kvpool::master {
+namespace {
+
+constexpr std::array<std::string_view, kMetricMethods> kMethodNames = {
+    "ping",   "mount_segment", "unmount_segment", "put_start",  "put_end", "get_replica_list",
+    "exists", "exists_prefix", "remove",          "remove_all", "stat",    "other"};
+
+}  // namespace
+
+MetricMethod MetricMethodOf(uint16_t rpc_method) {
+  switch (rpc_method) {
+    case rpc::PING:
+      return MetricMethod::kPing;
+    case rpc::MOUNT_SEGMENT:
+      return MetricMethod::kMountSegment;
+    case rpc::UNMOUNT_SEGMENT:
+      return MetricMethod::kUnmountSegment;
+    case rpc::PUT_START:
+      return MetricMethod::kPutStart;
+    case rpc::PUT_END:
+      return MetricMethod::kPutEnd;
+    case rpc::GET_REPLICA_LIST:
+      return MetricMethod::kGetReplicaList;
+    case rpc::EXISTS:
+      return MetricMethod::kExists;
+    case rpc::EXISTS_PREFIX:
+      return MetricMethod::kExistsPrefix;
+    case rpc::REMOVE:
+      return MetricMethod::kRemove;
+    case rpc::REMOVE_ALL:
+      return MetricMethod::kRemoveAll;
+    case rpc::STAT:
+      return MetricMethod::kStat;
+    default:
+      return MetricMethod::kOther;
+  }
+}
+
+std::string_view MetricMethodName(MetricMethod m) { return kMethodNames[static_cast<size_t>(m)]; }
+
+void MasterMetrics::PerMethod::AddError(ErrorCode code) {
+  const auto c = static_cast<int32_t>(code);
+  for (ErrorSlot& slot : errors) {
+    int32_t seen = slot.code.load(std::memory_order_relaxed);
+    if (seen == 0 && slot.code.compare_exchange_strong(seen, c, std::memory_order_relaxed)) {
+      seen = c;
+    }
+    if (seen == c) {
+      slot.count.Add();
+      return;
+    }
+  }
+  errors.back().count.Add();  // more distinct codes than slots: lumped into the last one
+}
+
+uint64_t MasterMetrics::errors(MetricMethod m, ErrorCode code) const {
+  for (const ErrorSlot& slot : Of(m).errors) {
+    if (slot.code.load(std::memory_order_relaxed) == static_cast<int32_t>(code)) {
+      return slot.count.value();
+    }
+  }
+  return 0;
+}
+
+MasterMetrics::Call::Call(MasterMetrics* m, MetricMethod method)
+    : m_(m), method_(method), start_(std::chrono::steady_clock::now()) {
+  m_->Of(method_).requests.Add();
+}
+
+void MasterMetrics::Call::Keys(uint64_t n) { m_->Of(method_).keys.Add(n); }
+void MasterMetrics::Call::Found(uint64_t n) {
+  if (n > 0) m_->Of(method_).found.Add(n);
+}
+void MasterMetrics::Call::Error(ErrorCode code) {
+  if (code != ErrorCode::OK) m_->Of(method_).AddError(code);
+}
+
+void MasterMetrics::Call::Outcomes(const rpc::PutStartReply& r) {
+  uint64_t reserved = 0, existing = 0;
+  for (const rpc::PutStartResult& res : r.results()) {
+    if (res.code() != 0) {
+      Error(ErrorCodeFromInt(res.code()));
+    } else if (res.already_exists()) {
+      ++existing;
+    } else if (res.replicas_size() > 0) {
+      reserved += res.replicas(0).length();
+    }
+  }
+  if (reserved > 0) m_->put_reserved_bytes_.Add(reserved);
+  if (existing > 0) m_->put_already_exists_.Add(existing);
+}
+
+void MasterMetrics::Call::Outcomes(const rpc::CodesReply& r) {
+  uint64_t found = 0;
+  for (int32_t code : r.codes()) {
+    if (code < 0) {
+      Error(ErrorCodeFromInt(code));
+    } else if (code == 1) {
+      ++found;  // EXISTS: present (other methods answer 0 for OK)
+    }
+  }
+  Found(found);
+}
+
+void MasterMetrics::Call::Outcomes(const rpc::GetReplicaListReply& r) {
+  uint64_t found = 0, bytes = 0;
+  for (const rpc::ObjectLocation& loc : r.objects()) {
+    if (loc.code() != 0) {
+      Error(ErrorCodeFromInt(loc.code()));
+    } else {
+      ++found;
+      bytes += loc.size();
+    }
+  }
+  Found(found);
+  if (bytes > 0) m_->get_located_bytes_.Add(bytes);
+}
+
+void MasterMetrics::Call::Outcomes(const rpc::ExistsPrefixReply& r) { Found(r.count()); }
+
+void MasterMetrics::Call::Finish() {
+  if (done_) return;
+  done_ = true;
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                                 start_)
+                .count();
+  m_->Of(method_).latency.ObserveNanos(static_cast<uint64_t>(ns > 0 ? ns : 0));
+}
+
+void MasterMetrics::RenderRequests(metrics::TextWriter& w) const {
+  using metrics::Label;
+  auto per_method = [&](std::string_view name, std::string_view help, auto value) {
+    w.Family(name, "counter", help);
+    for (size_t i = 0; i < kMetricMethods; ++i) {
+      w.Sample(name, {Label{"method", kMethodNames[i]}}, value(methods_[i]));
+    }
+  };
+  per_method("kvpool_master_requests_total", "Requests served, by RPC method.",
+             [](const PerMethod& p) { return p.requests.value(); });
+  per_method("kvpool_master_request_keys_total",
+             "Keys (put_start: items) carried by requests, by RPC method.",
+             [](const PerMethod& p) { return p.keys.value(); });
+  per_method("kvpool_master_found_keys_total",
+             "Keys found: located by get_replica_list, present for exists, in the existing "
+             "prefix for exists_prefix.",
+             [](const PerMethod& p) { return p.found.value(); });
+
+  w.Family("kvpool_master_errors_total", "counter",
+           "Errors by RPC method and code: refused requests plus per-key error codes.");
+  for (size_t i = 0; i < kMetricMethods; ++i) {
+    for (const ErrorSlot& slot : methods_[i].errors) {
+      int32_t code = slot.code.load(std::memory_order_relaxed);
+      if (code == 0) break;  // slots are claimed in order
+      std::string name = ErrorCodeName(static_cast<ErrorCode>(code));
+      w.Sample("kvpool_master_errors_total", {{"method", kMethodNames[i]}, {"code", name}},
+               slot.count.value());
+    }
+  }
+
+  w.Family("kvpool_master_request_duration_seconds", "histogram",
+           "Time the master spent on one request (decode, work, encode), by RPC method.");
+  for (size_t i = 0; i < kMetricMethods; ++i) {
+    w.Histogram("kvpool_master_request_duration_seconds", {{"method", kMethodNames[i]}},
+                methods_[i].latency.Take());
+  }
+  w.WriteCounter("kvpool_master_put_reserved_bytes_total",
+                 "Bytes of objects put_start reserved space for (one replica each).",
+                 put_reserved_bytes_.value());
+  w.WriteCounter("kvpool_master_put_already_exists_total",
+                 "put_start items that needed no write: the key was complete or being written.",
+                 put_already_exists_.value());
+  w.WriteCounter("kvpool_master_get_located_bytes_total",
+                 "Bytes of objects get_replica_list located for readers.",
+                 get_located_bytes_.value());
+  const HousekeepingTotals& h = housekeeping_;
+  w.WriteCounter("kvpool_master_clients_expired_total",
+                 "Clients and nodes declared dead after --client_ttl of silence.",
+                 h.clients_expired.value());
+  w.WriteCounter("kvpool_master_segments_expired_total",
+                 "Segments unmounted because their client or node expired.",
+                 h.segments_unmounted.value());
+  w.WriteCounter("kvpool_master_objects_dropped_total",
+                 "Objects dropped because their last replica's segment left or their writer died.",
+                 h.objects_dropped.value());
+  w.WriteCounter("kvpool_master_reservations_reclaimed_total",
+                 "Pending puts reclaimed after --put_start_release_timeout_sec without put end.",
+                 h.reservations_reclaimed.value());
+}
+
+void MasterMetrics::RenderPool(metrics::TextWriter& w, const PoolGauges& pool) const {
+  using metrics::Label;
+  const rpc::StatReply& s = pool.stat;
+  auto per_segment = [&](std::string_view name, std::string_view help, auto value) {
+    w.Family(name, "gauge", help);
+    for (const rpc::SegmentInfo& seg : s.segments()) {
+      w.Sample(name, {Label{"segment", seg.segment_name()}}, static_cast<double>(value(seg)));
+    }
+  };
+  per_segment("kvpool_master_segment_capacity_bytes", "Usable bytes of each mounted segment.",
+              [](const rpc::SegmentInfo& g) { return g.size(); });
+  per_segment("kvpool_master_segment_used_bytes",
+              "Reserved bytes of each segment (complete, pending and awaiting a deferred free).",
+              [](const rpc::SegmentInfo& g) { return g.used(); });
+  per_segment("kvpool_master_segment_objects", "Replicas stored in each segment.",
+              [](const rpc::SegmentInfo& g) { return g.object_count(); });
+  w.WriteGauge("kvpool_master_segments", "Mounted segments.",
+               static_cast<double>(s.segments_size()));
+  w.WriteGauge("kvpool_master_capacity_bytes", "Usable bytes of all mounted segments.",
+               static_cast<double>(s.capacity()));
+  w.WriteGauge("kvpool_master_used_bytes", "Reserved bytes of all mounted segments.",
+               static_cast<double>(s.used()));
+  w.WriteGauge("kvpool_master_objects", "Objects in the index (complete and pending).",
+               static_cast<double>(s.object_count()));
+  w.WriteGauge("kvpool_master_pending_objects", "Objects whose put has started and not ended.",
+               static_cast<double>(pool.pending_objects));
+  w.WriteGauge("kvpool_master_clients_alive", "Clients and nodes heard from within --client_ttl.",
+               static_cast<double>(s.client_count()));
+  w.WriteCounter("kvpool_master_evicted_objects_total", "Objects evicted to make room.",
+                 s.evicted_total());
+  w.WriteCounter("kvpool_master_evicted_bytes_total",
+                 "Replica bytes freed by eviction (per-segment rounds count that segment's).",
+                 pool.evicted_bytes_total);
+  w.WriteCounter("kvpool_master_watermark_evicted_objects_total",
+                 "Objects evicted by housekeeping because use passed the high watermark.",
+                 housekeeping_.watermark_evicted_objects.value());
+  w.WriteGauge("kvpool_master_start_time_seconds", "When the master started, in Unix seconds.",
+               pool.start_unix_seconds);
+  w.Family("kvpool_master_info", "gauge", "Constant 1, labelled with the master's epoch.");
+  w.Sample("kvpool_master_info", {{"epoch", fmt::format("{:016x}", s.master_epoch())}},
+           uint64_t{1});
+}
+
+std::string MasterMetrics::Render(const PoolGauges& pool) const {
+  metrics::TextWriter w;
+  RenderPool(w, pool);
+  RenderRequests(w);
+  return w.Take();
+}
+
+}  // namespace kvpool::master

@@ -1,0 +1,333 @@
+// Attach service: the batch and metadata calls of attached clients. Slices are checked against
+// the session's mapped regions and turned into the node's own addresses of the client's pages;
+// the store then moves the bytes (memcpy for the node's segment, TCP for peers'). Large batches
+// are split over the task pool so several cores copy at once.
+#include <fmt/format.h>
+
+#include <map>
+
+#include "client/replicate_config_proto.h"
+#include "client/transfer_plan.h"
+#include "node/attach_service.h"
+
+namespace kvpool::node {
+namespace {
+
+// A batch split into parts of at least this many bytes, one per core at most.
+constexpr uint64_t kMinPartBytes = 8ull << 20;
+constexpr uint64_t kPackAlign = 64;
+
+// The node must answer by the client's deadline (same host: one monotonic clock).
+Deadline LimitOf(uint64_t deadline_ns) {
+  const Deadline now = Clock::now();
+  if (deadline_ns == 0) return now + std::chrono::seconds(60);
+  Deadline d{std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(deadline_ns))};
+  return std::min(d, now + std::chrono::hours(1));
+}
+
+template <typename Msg>
+bool Parse(const std::string& meta, Msg* msg) {
+  return msg->ParseFromArray(meta.data(), static_cast<int>(meta.size()));
+}
+
+// Objects of a request that passed translation, as the store's batch arguments.
+struct Translated {
+  std::vector<std::string> keys;
+  std::vector<std::vector<void*>> ptrs;
+  std::vector<std::vector<size_t>> sizes;
+  std::vector<size_t> index;    // request index of each object
+  std::vector<uint64_t> bytes;  // each object's total length
+  std::vector<bool> staging;    // through a staging region (copying path)
+  std::map<uint64_t, std::shared_ptr<MappedRegion>> hold;  // keeps regions mapped meanwhile
+};
+
+Status CheckSlice(const std::string& key, const rpc::Slice& s, const MappedRegion* region) {
+  if (region == nullptr) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("key={}: region={} is not registered with this node (register the "
+                              "buffer again)",
+                              key, s.region_id()));
+  }
+  if (s.offset() > region->size() || s.length() > region->size() - s.offset()) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("key={}: slice offset={} length={} lies outside region={} of {} "
+                              "bytes",
+                              key, s.offset(), s.length(), s.region_id(), region->size()));
+  }
+  return Status::Ok();
+}
+
+// Translates every object; failures land in `errors` (sized to the request).
+Translated Translate(const Session& session,
+                     const google::protobuf::RepeatedPtrField<rpc::LocalObject>& objects,
+                     std::vector<Status>& errors) {
+  Translated t;
+  errors.assign(objects.size(), Status::Ok());
+  for (int i = 0; i < objects.size(); ++i) {
+    const rpc::LocalObject& obj = objects[i];
+    std::vector<void*> ptrs;
+    std::vector<size_t> sizes;
+    uint64_t bytes = 0;
+    bool staging = false;
+    for (const rpc::Slice& s : obj.slices()) {
+      auto& region = t.hold[s.region_id()];
+      if (region == nullptr) region = session.FindRegion(s.region_id());
+      Status st = CheckSlice(obj.key(), s, region.get());
+      if (!st.ok()) {
+        errors[i] = st;
+        break;
+      }
+      ptrs.push_back(region->base() + s.offset());
+      sizes.push_back(s.length());
+      bytes += s.length();
+      staging = staging || region->staging();
+    }
+    if (!errors[i].ok()) continue;
+    t.keys.push_back(obj.key());
+    t.ptrs.push_back(std::move(ptrs));
+    t.sizes.push_back(std::move(sizes));
+    t.index.push_back(static_cast<size_t>(i));
+    t.bytes.push_back(bytes);
+    t.staging.push_back(staging);
+  }
+  return t;
+}
+
+// Splits objects [0, n) into contiguous parts of similar byte counts.
+std::vector<std::pair<size_t, size_t>> Parts(const std::vector<uint64_t>& bytes, int workers) {
+  uint64_t total = 0;
+  for (uint64_t b : bytes) total += b;
+  size_t parts = std::min<uint64_t>({static_cast<uint64_t>(workers) + 1, bytes.size(),
+                                     std::max<uint64_t>(1, total / kMinPartBytes)});
+  std::vector<std::pair<size_t, size_t>> out;
+  size_t begin = 0;
+  uint64_t acc = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    acc += bytes[i];
+    if (out.size() + 1 < parts && acc * parts >= total * (out.size() + 1)) {
+      out.emplace_back(begin, i + 1);
+      begin = i + 1;
+    }
+  }
+  if (begin < bytes.size()) out.emplace_back(begin, bytes.size());
+  return out;
+}
+
+template <typename T>
+std::vector<T> Range(const std::vector<T>& v, std::pair<size_t, size_t> r) {
+  return std::vector<T>(v.begin() + r.first, v.begin() + r.second);
+}
+
+void SetCode(const Status& st, google::protobuf::RepeatedField<int32_t>* codes,
+             google::protobuf::RepeatedPtrField<std::string>* messages, int i) {
+  codes->Set(i, static_cast<int32_t>(st.code()));
+  *messages->Mutable(i) = st.message();
+}
+
+}  // namespace
+
+LocalReply AttachService::Dispatch(LocalConnection& conn, uint16_t method,
+                                   const std::string& meta) {
+  switch (method) {
+    case rpc::LOCAL_PUT: {
+      rpc::LocalPut req;
+      if (!Parse(meta, &req)) {
+        LocalReply r = LocalReply::Error(Status(ErrorCode::INVALID_PARAMS, "unparsable LocalPut"));
+        r.close = true;
+        return r;
+      }
+      return Put(*conn.session, req);
+    }
+    case rpc::LOCAL_GET: {
+      rpc::LocalGet req;
+      if (!Parse(meta, &req)) {
+        LocalReply r = LocalReply::Error(Status(ErrorCode::INVALID_PARAMS, "unparsable LocalGet"));
+        r.close = true;
+        return r;
+      }
+      return req.has_pack() ? GetPacked(*conn.session, req) : Get(*conn.session, req);
+    }
+    case rpc::LOCAL_EXISTS:
+    case rpc::LOCAL_EXISTS_PREFIX:
+    case rpc::LOCAL_GET_SIZE:
+    case rpc::LOCAL_REMOVE:
+    case rpc::LOCAL_REMOVE_ALL:
+    case rpc::LOCAL_STAT:
+      return Query(method, meta);
+    default:
+      return LocalReply::Error(
+          Status(ErrorCode::NOT_SUPPORTED,
+                 fmt::format("method {} is not served on the local socket", method)));
+  }
+}
+
+LocalReply AttachService::Put(Session& session, const rpc::LocalPut& req) {
+  const Deadline limit = LimitOf(req.deadline_ns());
+  const ReplicateConfig config = client::FromProto(req.config());
+  std::vector<Status> status;
+  Translated t = Translate(session, req.objects(), status);
+  std::vector<Status> results(t.keys.size());
+  std::vector<std::vector<const void*>> sources;
+  sources.reserve(t.ptrs.size());
+  for (const auto& v : t.ptrs) sources.emplace_back(v.begin(), v.end());
+  auto parts = Parts(t.bytes, pool_.threads());
+  pool_.ParallelFor(parts.size(), [&](size_t p) {
+    auto r = store_->PutMulti(Range(t.keys, parts[p]), Range(sources, parts[p]),
+                              Range(t.sizes, parts[p]), config, req.upsert(), limit);
+    std::move(r.begin(), r.end(), results.begin() + parts[p].first);
+  });
+  rpc::CodesReply reply;
+  reply.mutable_codes()->Resize(req.objects_size(), 0);
+  for (int i = 0; i < req.objects_size(); ++i) reply.add_messages();
+  for (size_t k = 0; k < t.keys.size(); ++k) {
+    status[t.index[k]] = results[k];
+    if (!results[k].ok()) continue;
+    (t.staging[k] ? counters_.copied_bytes : counters_.zero_copy_bytes) += t.bytes[k];
+  }
+  for (int i = 0; i < req.objects_size(); ++i) {
+    SetCode(status[i], reply.mutable_codes(), reply.mutable_messages(), i);
+  }
+  return LocalReply::Of(reply);
+}
+
+LocalReply AttachService::Get(Session& session, const rpc::LocalGet& req) {
+  const Deadline limit = LimitOf(req.deadline_ns());
+  std::vector<Status> status;
+  Translated t = Translate(session, req.objects(), status);
+  std::vector<Result<uint64_t>> results(t.keys.size(), Status(ErrorCode::INTERNAL_ERROR, ""));
+  auto parts = Parts(t.bytes, pool_.threads());
+  pool_.ParallelFor(parts.size(), [&](size_t p) {
+    auto r = store_->GetMulti(Range(t.keys, parts[p]), Range(t.ptrs, parts[p]),
+                              Range(t.sizes, parts[p]), limit);
+    std::move(r.begin(), r.end(), results.begin() + parts[p].first);
+  });
+  rpc::LocalGetReply reply;
+  const int n = req.objects_size();
+  reply.mutable_codes()->Resize(n, 0);
+  reply.mutable_sizes()->Resize(n, 0);
+  for (int i = 0; i < n; ++i) reply.add_messages();
+  for (size_t k = 0; k < t.keys.size(); ++k) {
+    const int i = static_cast<int>(t.index[k]);
+    if (!results[k].ok()) {
+      status[i] = results[k].status();
+      continue;
+    }
+    reply.set_sizes(i, *results[k]);
+    (t.staging[k] ? counters_.copied_bytes : counters_.zero_copy_bytes) += *results[k];
+  }
+  for (int i = 0; i < n; ++i)
+    SetCode(status[i], reply.mutable_codes(), reply.mutable_messages(), i);
+  return LocalReply::Of(reply);
+}
+
+LocalReply AttachService::GetPacked(Session& session, const rpc::LocalGet& req) {
+  const Deadline limit = LimitOf(req.deadline_ns());
+  const rpc::Slice& pack = req.pack();
+  auto region = session.FindRegion(pack.region_id());
+  if (Status st = CheckSlice("(staging)", pack, region.get()); !st.ok()) {
+    return LocalReply::Error(st);
+  }
+  const int n = req.objects_size();
+  std::vector<std::string> keys;
+  keys.reserve(n);
+  for (const auto& o : req.objects()) keys.push_back(o.key());
+  rpc::LocalGetReply reply;
+  reply.mutable_codes()->Resize(n, 0);
+  reply.mutable_sizes()->Resize(n, 0);
+  reply.mutable_offsets()->Resize(n, 0);
+  reply.mutable_deferred()->Resize(n, false);
+  for (int i = 0; i < n; ++i) reply.add_messages();
+  uint8_t* const base = region->base() + pack.offset();
+  uint64_t used = 0;
+  // Objects are placed in key order; one that does not fit in what is left is deferred.
+  auto dest_for = [&](size_t i, uint64_t size) -> client::Buffers {
+    const int ii = static_cast<int>(i);
+    reply.set_sizes(ii, size);
+    const uint64_t at = (used + kPackAlign - 1) / kPackAlign * kPackAlign;
+    if (at > pack.length() || size > pack.length() - at) {
+      reply.set_deferred(ii, true);
+      return {};
+    }
+    used = at + size;
+    reply.set_offsets(ii, at);
+    return {{base + at, size}};
+  };
+  auto results = store_->GetWithDest(keys, dest_for, limit);
+  for (int i = 0; i < n; ++i) {
+    if (reply.deferred(i)) continue;
+    if (!results[i].ok()) {
+      SetCode(results[i].status(), reply.mutable_codes(), reply.mutable_messages(), i);
+      continue;
+    }
+    reply.set_sizes(i, *results[i]);
+    counters_.copied_bytes += *results[i];
+  }
+  return LocalReply::Of(reply);
+}
+
+LocalReply AttachService::Query(uint16_t method, const std::string& meta) {
+  if (method == rpc::LOCAL_STAT) {
+    auto s = store_->Stat();
+    if (!s.ok()) return LocalReply::Error(s.status());
+    rpc::StatReply r;
+    r.set_capacity(s->capacity);
+    r.set_used(s->used);
+    r.set_object_count(s->object_count);
+    r.set_client_count(s->client_count);
+    r.set_evicted_total(s->evicted_total);
+    for (const auto& seg : s->segments) {
+      rpc::SegmentInfo* info = r.add_segments();
+      info->set_segment_name(seg.name);
+      info->set_endpoint(seg.endpoint);
+      info->set_size(seg.size);
+      info->set_used(seg.used);
+      info->set_object_count(seg.object_count);
+    }
+    return LocalReply::Of(r);
+  }
+  if (method == rpc::LOCAL_REMOVE_ALL) {
+    rpc::RemoveAll req;
+    if (!Parse(meta, &req))
+      return LocalReply::Error(Status(ErrorCode::INVALID_PARAMS, "unparsable"));
+    auto n = store_->RemoveAll(req.force());
+    if (!n.ok()) return LocalReply::Error(n.status());
+    rpc::RemoveAllReply r;
+    r.set_removed(*n);
+    return LocalReply::Of(r);
+  }
+  rpc::KeysRequest req;
+  if (!Parse(meta, &req)) return LocalReply::Error(Status(ErrorCode::INVALID_PARAMS, "unparsable"));
+  std::vector<std::string> keys(req.keys().begin(), req.keys().end());
+  if (method == rpc::LOCAL_EXISTS_PREFIX) {
+    auto n = store_->ExistsPrefix(keys);
+    if (!n.ok()) return LocalReply::Error(n.status());
+    rpc::ExistsPrefixReply r;
+    r.set_count(static_cast<uint32_t>(*n));
+    return LocalReply::Of(r);
+  }
+  if (method == rpc::LOCAL_GET_SIZE) {
+    rpc::LocalGetReply r;
+    for (const auto& k : keys) {
+      auto size = store_->GetSize(k);
+      r.add_codes(static_cast<int32_t>(size.code()));
+      r.add_messages(size.status().message());
+      r.add_sizes(size.ok() ? *size : 0);
+    }
+    return LocalReply::Of(r);
+  }
+  rpc::CodesReply r;
+  if (method == rpc::LOCAL_EXISTS) {
+    for (const auto& e : store_->BatchIsExist(keys)) {
+      r.add_codes(e.ok() ? (*e ? 1 : 0) : static_cast<int32_t>(e.code()));
+      r.add_messages(e.status().message());
+    }
+  } else {  // LOCAL_REMOVE
+    for (const auto& st : store_->BatchRemove(keys, req.force())) {
+      r.add_codes(static_cast<int32_t>(st.code()));
+      r.add_messages(st.message());
+    }
+  }
+  return LocalReply::Of(r);
+}
+
+}  // namespace kvpool::node

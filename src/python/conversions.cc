@@ -1,0 +1,98 @@
+#include "python/conversions.h"
+
+#include <fmt/format.h>
+
+#include "common/units.h"
+
+namespace py = pybind11;
+
+namespace kvpool::python {
+
+std::vector<void*> AsPointers(const std::vector<uintptr_t>& addresses) {
+  std::vector<void*> out;
+  out.reserve(addresses.size());
+  for (uintptr_t a : addresses) out.push_back(AsPointer(a));
+  return out;
+}
+
+std::vector<const void*> AsConstPointers(const std::vector<uintptr_t>& addresses) {
+  std::vector<const void*> out;
+  out.reserve(addresses.size());
+  for (uintptr_t a : addresses) out.push_back(AsPointer(a));
+  return out;
+}
+
+std::vector<std::vector<void*>> AsPointerLists(const std::vector<std::vector<uintptr_t>>& lists) {
+  std::vector<std::vector<void*>> out;
+  out.reserve(lists.size());
+  for (const auto& l : lists) out.push_back(AsPointers(l));
+  return out;
+}
+
+std::vector<std::vector<const void*>> AsConstPointerLists(
+    const std::vector<std::vector<uintptr_t>>& lists) {
+  std::vector<std::vector<const void*>> out;
+  out.reserve(lists.size());
+  for (const auto& l : lists) out.push_back(AsConstPointers(l));
+  return out;
+}
+
+ByteView::ByteView(py::handle obj, bool writable) {
+  int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
+  if (PyObject_GetBuffer(obj.ptr(), &view_, flags) != 0) {
+    // Replace the exporter's BufferError with a TypeError that says what is accepted.
+    PyErr_Clear();
+    throw py::type_error(fmt::format(
+        "expected a C-contiguous{} buffer (bytes, bytearray, memoryview, numpy array), got {}",
+        writable ? " writable" : "", std::string(py::str(py::type::of(obj).attr("__name__")))));
+  }
+  held_ = true;
+}
+
+ByteView::ByteView(ByteView&& other) noexcept : view_(other.view_), held_(other.held_) {
+  other.held_ = false;
+  other.view_ = Py_buffer{};
+}
+
+ByteView::~ByteView() {
+  if (held_) PyBuffer_Release(&view_);
+}
+
+std::vector<std::vector<ByteView>> ByteViewLists(const py::list& values, bool writable) {
+  std::vector<std::vector<ByteView>> out;
+  out.reserve(values.size());
+  for (py::handle v : values) {
+    std::vector<ByteView> parts;
+    if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+      for (py::handle p : v) parts.emplace_back(p, writable);
+    } else {
+      parts.emplace_back(v, writable);
+    }
+    out.push_back(std::move(parts));
+  }
+  return out;
+}
+
+Result<uint64_t> SizeFromPy(py::handle obj, std::string_view what) {
+  if (py::isinstance<py::bool_>(obj)) {
+    return Status(ErrorCode::INVALID_PARAMS, fmt::format("{} must be a size, not a bool", what));
+  }
+  if (py::isinstance<py::int_>(obj)) {
+    // Python ints are unbounded: compare before converting.
+    if (obj < py::int_(0)) {
+      return Status(ErrorCode::INVALID_PARAMS,
+                    fmt::format("{}={} is negative", what, std::string(py::str(obj))));
+    }
+    if (obj > py::int_(INT64_MAX)) {
+      return Status(ErrorCode::INVALID_PARAMS,
+                    fmt::format("{}={} is too large", what, std::string(py::str(obj))));
+    }
+    return obj.cast<uint64_t>();
+  }
+  if (py::isinstance<py::str>(obj)) return ParseSize(obj.cast<std::string>(), what);
+  return Status(ErrorCode::INVALID_PARAMS,
+                fmt::format("{} must be an int or a string like \"4gb\", not {}", what,
+                            std::string(py::str(py::type::of(obj).attr("__name__")))));
+}
+
+}  // namespace kvpool::python

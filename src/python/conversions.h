@@ -1,0 +1,57 @@
+// Conversions between Python objects and the C++ client's types, in one place: byte views of
+// buffer-protocol objects, sizes given as ints or "4gb"-style strings, pointers given as ints.
+#pragma once
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "kvpool/status.h"
+
+namespace kvpool::python {
+
+// A Python int used as an address. The binding never dereferences it: the client checks it
+// against the registered regions first (INVALID_PARAMS when outside all of them).
+inline void* AsPointer(uintptr_t address) { return reinterpret_cast<void*>(address); }
+std::vector<void*> AsPointers(const std::vector<uintptr_t>& addresses);
+std::vector<const void*> AsConstPointers(const std::vector<uintptr_t>& addresses);
+std::vector<std::vector<void*>> AsPointerLists(const std::vector<std::vector<uintptr_t>>& lists);
+std::vector<std::vector<const void*>> AsConstPointerLists(
+    const std::vector<std::vector<uintptr_t>>& lists);
+
+// The bytes of a buffer-protocol object (bytes, bytearray, memoryview, numpy array, ...), held
+// until destruction. C-contiguous only.
+// Throws TypeError (via pybind11) when `obj` exports no contiguous buffer, or a read-only one
+// when `writable`. REQUIRES: created and destroyed with the GIL held; data() may be used
+// without it while the view lives.
+class ByteView {
+ public:
+  ByteView(pybind11::handle obj, bool writable);
+  ~ByteView();
+  ByteView(ByteView&& other) noexcept;
+  ByteView(const ByteView&) = delete;
+  ByteView& operator=(const ByteView&) = delete;
+  ByteView& operator=(ByteView&&) = delete;
+
+  uint8_t* data() const { return static_cast<uint8_t*>(view_.buf); }
+  size_t size() const { return static_cast<size_t>(view_.len); }
+  std::span<const uint8_t> span() const { return {data(), size()}; }
+
+ private:
+  Py_buffer view_{};
+  bool held_ = false;
+};
+
+// One view per element of `values`. An element may itself be a list/tuple of buffers (an
+// object gathered from, or scattered into, several regions).
+std::vector<std::vector<ByteView>> ByteViewLists(const pybind11::list& values, bool writable);
+
+// A byte size given as a non-negative int or a string ParseSize accepts ("4gb", "512 MB").
+// Errors: INVALID_PARAMS naming `what` (negative, bool, float, unparsable text, other types).
+Result<uint64_t> SizeFromPy(pybind11::handle obj, std::string_view what);
+
+}  // namespace kvpool::python

@@ -1,0 +1,565 @@
+#include "python/store.h"
+
+#include <fmt/format.h>
+#include <pybind11/stl.h>
+
+#include <regex>
+#include <set>
+
+#include "python/conversions.h"
+#include "python/errors.h"
+
+namespace py = pybind11;
+
+namespace kvpool::python {
+namespace {
+
+// "host", "host:port", "[v6]" or "[v6]:port" (Mooncake lets local_hostname carry the port its
+// segment listens on). A bare IPv6 address (several colons) has no port.
+Status SplitHostPort(const std::string& text, ClientOptions& o) {
+  std::string host = text, port;
+  if (!text.empty() && text.front() == '[') {
+    size_t close = text.find(']');
+    if (close == std::string::npos) {
+      return Status(ErrorCode::INVALID_PARAMS,
+                    fmt::format("local_hostname='{}': unbalanced '['", text));
+    }
+    host = text.substr(1, close - 1);
+    if (close + 1 < text.size()) {
+      if (text[close + 1] != ':') {
+        return Status(ErrorCode::INVALID_PARAMS,
+                      fmt::format("local_hostname='{}': expected ':port' after ']'", text));
+      }
+      port = text.substr(close + 2);
+    }
+  } else if (size_t colon = text.find(':');
+             colon != std::string::npos && text.find(':', colon + 1) == std::string::npos) {
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+  }
+  if (host.empty()) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  "local_hostname is empty; give the host name or IP peers reach this process by");
+  }
+  if (!port.empty() || (text.size() > host.size() && text.back() == ':')) {
+    bool digits = !port.empty() && port.size() <= 5 &&
+                  port.find_first_not_of("0123456789") == std::string::npos;
+    unsigned long p = digits ? std::stoul(port) : 0;
+    if (p == 0 || p > 65535) {
+      return Status(ErrorCode::INVALID_PARAMS,
+                    fmt::format("local_hostname='{}': port '{}' is not 1-65535", text, port));
+    }
+    o.segment_port = static_cast<uint16_t>(p);
+  }
+  o.local_hostname = host;
+  return Status::Ok();
+}
+
+int Fail(const Status& st) {
+  LogWarning(st.ToString());
+  return ToPyCode(st);
+}
+
+template <typename T>
+std::vector<T> Repeat(size_t n, T value) {
+  return std::vector<T>(n, value);
+}
+
+}  // namespace
+
+Store::~Store() {
+  // Close without the GIL held by this frame's caller being needed: Close() only talks to the
+  // master with its own deadline.
+  std::shared_ptr<Client> c;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    c = std::move(client_);
+  }
+  if (c != nullptr) (void)c->Close();
+#if KVPOOL_PY_HAS_STANDALONE
+  if (pool_allocator_ != nullptr) {
+    for (void* p : pool_allocations_) (void)pool_allocator_->Free(p);
+  }
+#endif
+}
+
+Result<std::shared_ptr<Client>> Store::client() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (client_ == nullptr) {
+    return Status(ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS,
+                  "store is not set up (call setup() or setup_dummy() first) or was closed");
+  }
+  return client_;
+}
+
+int Store::Install(Result<std::unique_ptr<Client>> setup, const std::string& hostname,
+                   bool standalone) {
+  if (!setup.ok()) return Fail(setup.status());
+  std::shared_ptr<Client> fresh = std::move(setup).value();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (client_ == nullptr) {
+      client_ = fresh;
+      hostname_ = hostname;
+      standalone_ = standalone;
+      return 0;
+    }
+  }
+  // Lost a race with another setup(): keep the first client.
+  py::gil_scoped_release nogil;
+  (void)fresh->Close();
+  return ToPyCode(Status(ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS,
+                         "store is already set up; close() it before setting it up again"));
+}
+
+int Store::Setup(const SetupArgs& a) {
+  if (client().ok()) {
+    return Fail(Status(ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS,
+                       "store is already set up; close() it before setting it up again"));
+  }
+  ClientOptions o;
+  if (Status st = SplitHostPort(a.local_hostname, o); !st.ok()) return Fail(st);
+  auto segment = SizeFromPy(a.global_segment_size, "global_segment_size");
+  if (!segment.ok()) return Fail(segment.status());
+  auto local_buffer = SizeFromPy(a.local_buffer_size, "local_buffer_size");
+  if (!local_buffer.ok()) return Fail(local_buffer.status());
+  if (a.master_server_addr.empty()) {
+    return Fail(Status(ErrorCode::INVALID_PARAMS,
+                       "master_server_addr is empty; give the kvpool master as host:port"));
+  }
+  if (a.enable_ssd_offload) {
+    return Fail(Status(ErrorCode::NOT_SUPPORTED,
+                       "enable_ssd_offload: kvpool has no SSD tier yet; leave it off"));
+  }
+  if (!a.tenant_id.empty() && a.tenant_id != "default") {
+    return Fail(Status(ErrorCode::NOT_SUPPORTED,
+                       fmt::format("tenant_id='{}': kvpool has no tenants yet; use 'default' and "
+                                   "separate models by key prefix",
+                                   a.tenant_id)));
+  }
+  if (!a.engine.is_none()) {
+    LogWarning(
+        "setup(engine=...): kvpool moves bytes with its own transports; the Mooncake "
+        "transfer engine passed in is not used");
+  }
+  if (a.enable_client_http_server) {
+    LogWarning(
+        fmt::format("setup(enable_client_http_server=True, client_http_port={}): kvpool "
+                    "clients serve no HTTP endpoint; use `kvpool stat` or the store's "
+                    "stat() for metrics",
+                    a.client_http_port));
+  }
+  o.global_segment_size = *segment;
+  o.protocol = a.protocol;
+  o.master_server_address = a.master_server_addr;
+  // metadata_server, rdma_devices and local_buffer_size have no role here: nodes are found
+  // through the master, TCP needs no NIC list, and copying calls need no staging buffer in
+  // embedded mode.
+  Result<std::unique_ptr<Client>> r = Status();
+  {
+    py::gil_scoped_release nogil;
+    r = Client::Setup(o);
+  }
+  return Install(std::move(r), o.local_hostname, /*standalone=*/false);
+}
+
+int Store::SetupFromDict(const py::dict& config) {
+  static const std::set<std::string> kKnown = {"local_hostname",
+                                               "metadata_server",
+                                               "global_segment_size",
+                                               "local_buffer_size",
+                                               "protocol",
+                                               "rdma_devices",
+                                               "device_name",
+                                               "master_server_addr",
+                                               "master_server_address",
+                                               "enable_ssd_offload",
+                                               "ssd_offload_path",
+                                               "tenant_id",
+                                               "enable_client_http_server",
+                                               "client_http_port"};
+  SetupArgs a;
+  a.local_hostname = "localhost";
+  a.metadata_server = "P2PHANDSHAKE";
+  a.global_segment_size = py::int_(0);
+  a.local_buffer_size = py::int_(0);
+  a.protocol = "tcp";
+  a.engine = py::none();
+  for (auto item : config) {
+    std::string key = py::str(item.first);
+    py::handle v = item.second;
+    if (!kKnown.contains(key)) {
+      return Fail(Status(ErrorCode::INVALID_PARAMS,
+                         fmt::format("setup(config): unknown key '{}'; known keys: {}", key,
+                                     fmt::join(kKnown, ", "))));
+    }
+    try {
+      if (key == "local_hostname") a.local_hostname = v.cast<std::string>();
+      if (key == "metadata_server") a.metadata_server = v.cast<std::string>();
+      if (key == "global_segment_size")
+        a.global_segment_size = py::reinterpret_borrow<py::object>(v);
+      if (key == "local_buffer_size") a.local_buffer_size = py::reinterpret_borrow<py::object>(v);
+      if (key == "protocol") a.protocol = v.cast<std::string>();
+      if (key == "rdma_devices" || key == "device_name") a.rdma_devices = v.cast<std::string>();
+      if (key == "master_server_addr" || key == "master_server_address") {
+        a.master_server_addr = v.cast<std::string>();
+      }
+      if (key == "enable_ssd_offload") a.enable_ssd_offload = v.cast<bool>();
+      if (key == "ssd_offload_path") a.ssd_offload_path = v.cast<std::string>();
+      if (key == "tenant_id") a.tenant_id = v.cast<std::string>();
+      if (key == "enable_client_http_server") a.enable_client_http_server = v.cast<bool>();
+      if (key == "client_http_port") a.client_http_port = v.cast<int>();
+    } catch (const py::cast_error&) {
+      return Fail(Status(
+          ErrorCode::INVALID_PARAMS,
+          fmt::format("setup(config): '{}'={} has the wrong type", key, std::string(py::repr(v)))));
+    }
+  }
+  if (a.master_server_addr.empty()) {
+    return Fail(Status(ErrorCode::INVALID_PARAMS,
+                       "setup(config): 'master_server_addr' (the kvpool master, host:port) is "
+                       "required"));
+  }
+  return Setup(a);
+}
+
+int Store::SetupDummy(py::handle mem_pool_size, py::handle local_buffer_size,
+                      const std::string& server_address) {
+#if KVPOOL_PY_HAS_STANDALONE
+  if (client().ok()) {
+    return Fail(Status(ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS,
+                       "store is already set up; close() it before setting it up again"));
+  }
+  auto pool = SizeFromPy(mem_pool_size, "mem_pool_size");
+  if (!pool.ok()) return Fail(pool.status());
+  auto local = SizeFromPy(local_buffer_size, "local_buffer_size");
+  if (!local.ok()) return Fail(local.status());
+  StandaloneOptions so;
+  if (!server_address.empty()) so.server_address = server_address;
+  so.mem_pool_size = *pool;
+  so.local_buffer_size = *local;
+  Result<std::unique_ptr<Client>> r = Status();
+  {
+    py::gil_scoped_release nogil;
+    r = Client::SetupStandalone(so);
+  }
+  return Install(std::move(r), so.server_address, /*standalone=*/true);
+#else
+  return Fail(Status(ErrorCode::NOT_SUPPORTED,
+                     "setup_dummy: this kvpool build has no standalone mode; use setup()"));
+#endif
+}
+
+int Store::Close() {
+  std::shared_ptr<Client> c;
+#if KVPOOL_PY_HAS_STANDALONE
+  std::vector<void*> allocations;
+  std::shared_ptr<HostMemAllocator> allocator;
+#endif
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    c = std::move(client_);
+    client_ = nullptr;
+#if KVPOOL_PY_HAS_STANDALONE
+    allocations.swap(pool_allocations_);
+    allocator = pool_allocator_;
+#endif
+  }
+  if (c == nullptr) return 0;
+  Status st;
+  {
+    py::gil_scoped_release nogil;
+    st = c->Close();
+  }
+#if KVPOOL_PY_HAS_STANDALONE
+  for (void* p : allocations) (void)allocator->Free(p);
+#endif
+  return ToPyCode(st);
+}
+
+int Store::HealthCheck() {
+  auto c = client();
+  if (!c.ok()) return 1;
+  py::gil_scoped_release nogil;
+  return (*c)->HealthCheck();
+}
+
+std::string Store::GetHostname() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (client_ == nullptr) return "";
+  std::string segment = client_->SegmentName();
+  return segment.empty() ? hostname_ : segment;
+}
+
+bool Store::IsStandalone() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return client_ != nullptr && standalone_;
+}
+
+int Store::RegisterBuffer(uintptr_t ptr, uint64_t size) {
+  auto c = client();
+  if (!c.ok()) return ToPyCode(c.status());
+  Status st;
+  {
+    py::gil_scoped_release nogil;
+    st = (*c)->RegisterBuffer(AsPointer(ptr), size);
+  }
+  return ToPyCode(st);
+}
+
+int Store::UnregisterBuffer(uintptr_t ptr) {
+  auto c = client();
+  if (!c.ok()) return ToPyCode(c.status());
+  Status st;
+  {
+    py::gil_scoped_release nogil;
+    st = (*c)->UnregisterBuffer(AsPointer(ptr));
+  }
+  return ToPyCode(st);
+}
+
+int Store::PutFrom(const std::string& key, uintptr_t ptr, uint64_t size,
+                   const PyReplicateConfig& cfg) {
+  return BatchPutFrom({key}, {ptr}, {size}, cfg)[0];
+}
+
+int64_t Store::GetInto(const std::string& key, uintptr_t ptr, uint64_t size) {
+  return BatchGetInto({key}, {ptr}, {size})[0];
+}
+
+std::vector<int> Store::BatchPutFrom(const Keys& keys, const Addresses& ptrs, const Sizes& sizes,
+                                     const PyReplicateConfig& cfg) {
+  auto c = client();
+  if (!c.ok()) return Repeat(keys.size(), ToPyCode(c.status()));
+  auto core = cfg.ToCore();
+  if (!core.ok()) return Repeat(keys.size(), ToPyCode(core.status()));
+  std::vector<size_t> sz(sizes.begin(), sizes.end());
+  std::vector<Status> st;
+  {
+    py::gil_scoped_release nogil;
+    st = (*c)->BatchPutFrom(keys, AsConstPointers(ptrs), sz, *core);
+  }
+  return ToPyCodes(st);
+}
+
+std::vector<int64_t> Store::BatchGetInto(const Keys& keys, const Addresses& ptrs,
+                                         const Sizes& sizes) {
+  auto c = client();
+  if (!c.ok()) return Repeat<int64_t>(keys.size(), ToPyCode(c.status()));
+  std::vector<size_t> sz(sizes.begin(), sizes.end());
+  std::vector<Result<uint64_t>> r;
+  {
+    py::gil_scoped_release nogil;
+    r = (*c)->BatchGetInto(keys, AsPointers(ptrs), sz);
+  }
+  return ToPyResults(r);
+}
+
+namespace {
+std::vector<std::vector<size_t>> ToSizeLists(const std::vector<std::vector<uint64_t>>& sizes) {
+  std::vector<std::vector<size_t>> out;
+  out.reserve(sizes.size());
+  for (const auto& s : sizes) out.emplace_back(s.begin(), s.end());
+  return out;
+}
+}  // namespace
+
+std::vector<int> Store::BatchPutFromMultiBuffers(const Keys& keys,
+                                                 const std::vector<Addresses>& ptrs,
+                                                 const std::vector<Sizes>& sizes,
+                                                 const PyReplicateConfig& cfg) {
+  auto c = client();
+  if (!c.ok()) return Repeat(keys.size(), ToPyCode(c.status()));
+  auto core = cfg.ToCore();
+  if (!core.ok()) return Repeat(keys.size(), ToPyCode(core.status()));
+  std::vector<Status> st;
+  {
+    py::gil_scoped_release nogil;
+    st = (*c)->BatchPutFromMultiBuffers(keys, AsConstPointerLists(ptrs), ToSizeLists(sizes), *core);
+  }
+  return ToPyCodes(st);
+}
+
+std::vector<int64_t> Store::BatchGetIntoMultiBuffers(const Keys& keys,
+                                                     const std::vector<Addresses>& ptrs,
+                                                     const std::vector<Sizes>& sizes) {
+  auto c = client();
+  if (!c.ok()) return Repeat<int64_t>(keys.size(), ToPyCode(c.status()));
+  std::vector<Result<uint64_t>> r;
+  {
+    py::gil_scoped_release nogil;
+    r = (*c)->BatchGetIntoMultiBuffers(keys, AsPointerLists(ptrs), ToSizeLists(sizes));
+  }
+  return ToPyResults(r);
+}
+
+int Store::UpsertFrom(const std::string& key, uintptr_t ptr, uint64_t size,
+                      const PyReplicateConfig& cfg) {
+  return BatchUpsertFrom({key}, {ptr}, {size}, cfg)[0];
+}
+
+std::vector<int> Store::BatchUpsertFrom(const Keys& keys, const Addresses& ptrs, const Sizes& sizes,
+                                        const PyReplicateConfig& cfg) {
+  auto c = client();
+  if (!c.ok()) return Repeat(keys.size(), ToPyCode(c.status()));
+  auto core = cfg.ToCore();
+  if (!core.ok()) return Repeat(keys.size(), ToPyCode(core.status()));
+  std::vector<size_t> sz(sizes.begin(), sizes.end());
+  std::vector<Status> st;
+  {
+    py::gil_scoped_release nogil;
+    st = (*c)->BatchUpsertFrom(keys, AsConstPointers(ptrs), sz, *core);
+  }
+  return ToPyCodes(st);
+}
+
+int Store::IsExist(const std::string& key) {
+  auto r = BatchIsExist({key});
+  return r[0];
+}
+
+std::vector<int> Store::BatchIsExist(const Keys& keys) {
+  auto c = client();
+  if (!c.ok()) return Repeat(keys.size(), ToPyCode(c.status()));
+  std::vector<Result<bool>> r;
+  {
+    py::gil_scoped_release nogil;
+    r = (*c)->BatchIsExist(keys);
+  }
+  std::vector<int> out;
+  out.reserve(r.size());
+  for (const auto& e : r) out.push_back(e.ok() ? (e.value() ? 1 : 0) : ToPyCode(e.status()));
+  return out;
+}
+
+int64_t Store::BatchExistsPrefix(const Keys& keys) {
+  auto c = client();
+  if (!c.ok()) return ToPyCode(c.status());
+  Result<size_t> r = Status();
+  {
+    py::gil_scoped_release nogil;
+    r = (*c)->ExistsPrefix(keys);
+  }
+  return r.ok() ? static_cast<int64_t>(r.value()) : ToPyCode(r.status());
+}
+
+int64_t Store::GetSize(const std::string& key) {
+  auto c = client();
+  if (!c.ok()) return ToPyCode(c.status());
+  Result<uint64_t> r = Status();
+  {
+    py::gil_scoped_release nogil;
+    r = (*c)->GetSize(key);
+  }
+  return ToPyResult(r);
+}
+
+int Store::Remove(const std::string& key, bool force) { return BatchRemove({key}, force)[0]; }
+
+std::vector<int> Store::BatchRemove(const Keys& keys, bool force) {
+  auto c = client();
+  if (!c.ok()) return Repeat(keys.size(), ToPyCode(c.status()));
+  std::vector<Status> st;
+  {
+    py::gil_scoped_release nogil;
+    st = (*c)->BatchRemove(keys, force);
+  }
+  return ToPyCodes(st);
+}
+
+int64_t Store::RemoveByRegex(const std::string& pattern, bool force) {
+  auto c = client();
+  if (!c.ok()) return ToPyCode(c.status());
+  try {
+    std::regex check(pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    return ToPyCode(Status(ErrorCode::INVALID_PARAMS,
+                           fmt::format("remove_by_regex: pattern '{}' is not a valid regular "
+                                       "expression: {}",
+                                       pattern, e.what())));
+  }
+  // The master offers no key listing or server-side pattern match yet, and a client-side scan
+  // would need one. Say so rather than remove nothing and report 0.
+  return ToPyCode(Status(ErrorCode::NOT_SUPPORTED,
+                         "remove_by_regex: the kvpool master cannot match keys by pattern yet; "
+                         "remove keys by name (batch_remove) or everything (remove_all)"));
+}
+
+int64_t Store::RemoveAll(bool force) {
+  auto c = client();
+  if (!c.ok()) return ToPyCode(c.status());
+  Result<uint64_t> r = Status();
+  {
+    py::gil_scoped_release nogil;
+    r = (*c)->RemoveAll(force);
+  }
+  return ToPyResult(r);
+}
+
+py::dict Store::Stat() {
+  auto c = client();
+  if (!c.ok()) ThrowStatus(c.status());
+  Result<PoolStat> r = Status();
+  {
+    py::gil_scoped_release nogil;
+    r = (*c)->Stat();
+  }
+  if (!r.ok()) ThrowStatus(r.status());
+  py::dict d;
+  d["capacity"] = r->capacity;
+  d["used"] = r->used;
+  d["object_count"] = r->object_count;
+  d["client_count"] = r->client_count;
+  d["evicted_total"] = r->evicted_total;
+  py::list segments;
+  for (const auto& s : r->segments) {
+    py::dict seg;
+    seg["name"] = s.name;
+    seg["endpoint"] = s.endpoint;
+    seg["size"] = s.size;
+    seg["used"] = s.used;
+    seg["object_count"] = s.object_count;
+    segments.append(seg);
+  }
+  d["segments"] = segments;
+  return d;
+}
+
+uintptr_t Store::AllocFromMemPool(py::handle size_obj) {
+#if KVPOOL_PY_HAS_STANDALONE
+  auto c = client();
+  if (!c.ok()) ThrowStatus(c.status());
+  if (!IsStandalone()) {
+    ThrowStatus(Status(ErrorCode::UNAVAILABLE_IN_CURRENT_MODE,
+                       "alloc_from_mem_pool: only a standalone store (setup_dummy) has a memory "
+                       "pool; use HostMemAllocator().alloc(size) and register_buffer"));
+  }
+  auto size = SizeFromPy(size_obj, "size");
+  if (!size.ok()) ThrowStatus(size.status());
+  std::shared_ptr<HostMemAllocator> allocator;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pool_allocator_ == nullptr) pool_allocator_ = std::make_shared<HostMemAllocator>();
+    allocator = pool_allocator_;
+  }
+  Result<void*> p = allocator->Alloc(*size);
+  if (!p.ok()) ThrowStatus(p.status());
+  Status st;
+  {
+    py::gil_scoped_release nogil;
+    st = (*c)->RegisterBuffer(*p, *size);
+  }
+  if (!st.ok()) {
+    (void)allocator->Free(*p);
+    ThrowStatus(st);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  pool_allocations_.push_back(*p);
+  return reinterpret_cast<uintptr_t>(*p);
+#else
+  ThrowStatus(Status(ErrorCode::NOT_SUPPORTED,
+                     "alloc_from_mem_pool: this kvpool build has no standalone mode"));
+#endif
+}
+
+}  // namespace kvpool::python

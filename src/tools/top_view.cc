@@ -1,0 +1,153 @@
+#include "tools/top_view.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/units.h"
+
+namespace kvpool::tools {
+namespace {
+
+constexpr std::string_view kPrefix = "kvpool_master_";
+
+// Values come from whatever answered on the port: NaN, negative, +Inf or past 2^64 must not
+// reach the integer conversion (undefined behaviour).
+std::string Bytes(double v) {
+  if (!(v > 0)) return FormatSize(0);
+  if (v >= 1.8e19) return ">16 EiB";
+  return FormatSize(static_cast<uint64_t>(v));
+}
+
+std::string Percent(double part, double whole) {
+  return whole > 0 ? fmt::format("{:.1f}%", 100.0 * part / whole) : std::string("-");
+}
+
+SegmentRow& Segment(TopSnapshot& s, const std::string& name) {
+  for (SegmentRow& r : s.segments) {
+    if (r.name == name) return r;
+  }
+  s.segments.push_back(SegmentRow{name});
+  return s.segments.back();
+}
+
+void Method(TopSnapshot& s, std::string_view what, const PromSample& p) {
+  MethodStats& m = s.methods[p.label("method")];
+  if (what == "requests_total") m.requests = p.value;
+  if (what == "request_keys_total") m.keys = p.value;
+  if (what == "found_keys_total") m.found = p.value;
+  if (what == "request_duration_seconds_sum") m.duration_sum = p.value;
+  if (what == "request_duration_seconds_count") m.duration_count = p.value;
+  if (what == "request_duration_seconds_bucket") {
+    double le = p.label("le") == "+Inf" ? INFINITY : std::atof(p.label("le").c_str());
+    m.buckets.emplace_back(le, p.value);
+  }
+  if (what == "errors_total") {
+    m.errors += p.value;
+    s.errors[p.label("code")] += p.value;
+  }
+}
+
+// Upper bound of the bucket holding quantile `q` of the observations between two snapshots.
+double Quantile(const MethodStats& now, const MethodStats* prev, double q) {
+  double total = now.duration_count - (prev ? prev->duration_count : 0);
+  if (total <= 0) return NAN;
+  for (size_t i = 0; i < now.buckets.size(); ++i) {
+    double before = prev && i < prev->buckets.size() ? prev->buckets[i].second : 0;
+    if (now.buckets[i].second - before >= q * total) return now.buckets[i].first;
+  }
+  return INFINITY;
+}
+
+std::string Millis(double seconds) {
+  if (std::isnan(seconds)) return "-";
+  if (std::isinf(seconds)) return ">10000";
+  return fmt::format("{:.3f}", seconds * 1e3);
+}
+
+std::string Rate(double now, double before, double elapsed_s) {
+  if (elapsed_s <= 0) return "-";
+  return fmt::format("{:.1f}", std::max(0.0, now - before) / elapsed_s);
+}
+
+}  // namespace
+
+TopSnapshot SnapshotOf(const std::vector<PromSample>& samples) {
+  TopSnapshot s;
+  for (const PromSample& p : samples) {
+    std::string_view name = p.name;
+    if (!name.starts_with(kPrefix)) continue;
+    name.remove_prefix(kPrefix.size());
+    if (name == "segment_capacity_bytes") Segment(s, p.label("segment")).capacity = p.value;
+    if (name == "segment_used_bytes") Segment(s, p.label("segment")).used = p.value;
+    if (name == "segment_objects") Segment(s, p.label("segment")).objects = p.value;
+    if (name == "capacity_bytes") s.capacity = p.value;
+    if (name == "used_bytes") s.used = p.value;
+    if (name == "objects") s.objects = p.value;
+    if (name == "pending_objects") s.pending = p.value;
+    if (name == "clients_alive") s.clients = p.value;
+    if (name == "evicted_objects_total") s.evicted = p.value;
+    if (p.labels.count("method") != 0) Method(s, name, p);
+  }
+  std::sort(s.segments.begin(), s.segments.end(),
+            [](const SegmentRow& a, const SegmentRow& b) { return a.name < b.name; });
+  return s;
+}
+
+std::string RenderTop(const std::string& title, const TopSnapshot& now, const TopSnapshot* prev,
+                      double elapsed_s) {
+  std::string out = title + "\n";
+  fmt::format_to(std::back_inserter(out),
+                 "pool: {} segments, capacity {}, used {} ({}), {:.0f} objects ({:.0f} pending), "
+                 "{:.0f} clients, {:.0f} evicted\n\n",
+                 now.segments.size(), Bytes(now.capacity), Bytes(now.used),
+                 Percent(now.used, now.capacity), now.objects, now.pending, now.clients,
+                 now.evicted);
+  fmt::format_to(std::back_inserter(out), "{:<32} {:>12} {:>12} {:>7} {:>10}\n", "SEGMENT",
+                 "CAPACITY", "USED", "USE%", "OBJECTS");
+  for (const SegmentRow& r : now.segments) {
+    fmt::format_to(std::back_inserter(out), "{:<32} {:>12} {:>12} {:>7} {:>10.0f}\n", r.name,
+                   Bytes(r.capacity), Bytes(r.used), Percent(r.used, r.capacity), r.objects);
+  }
+  const double dt = prev != nullptr ? elapsed_s : 0;
+  fmt::format_to(std::back_inserter(out), "\n{:<18} {:>10} {:>10} {:>7} {:>9} {:>9} {:>9}\n",
+                 "METHOD", "REQ/S", "KEYS/S", "FOUND%", "ERR/S", "AVG_MS", "P99_MS");
+  for (const auto& [name, m] : now.methods) {
+    if (m.requests == 0) continue;
+    const MethodStats* p = nullptr;
+    if (prev != nullptr) {
+      auto it = prev->methods.find(name);
+      if (it != prev->methods.end()) p = &it->second;
+    }
+    MethodStats zero;
+    const MethodStats& b = p != nullptr ? *p : zero;
+    double dcount = m.duration_count - b.duration_count;
+    double avg = dcount > 0 ? (m.duration_sum - b.duration_sum) / dcount : NAN;
+    double dkeys = m.keys - b.keys;
+    bool has_found = name == "get_replica_list" || name == "exists" || name == "exists_prefix";
+    std::string found = has_found && dkeys > 0 && prev != nullptr
+                            ? Percent(m.found - b.found, dkeys)
+                            : std::string("-");
+    fmt::format_to(std::back_inserter(out), "{:<18} {:>10} {:>10} {:>7} {:>9} {:>9} {:>9}\n", name,
+                   Rate(m.requests, b.requests, dt), Rate(m.keys, b.keys, dt), found,
+                   Rate(m.errors, b.errors, dt), prev != nullptr ? Millis(avg) : "-",
+                   prev != nullptr ? Millis(Quantile(m, p, 0.99)) : "-");
+  }
+  if (prev == nullptr) out += "(rates from the next refresh on)\n";
+  std::string errors;
+  for (const auto& [code, n] : now.errors) {
+    double before = 0;
+    if (prev != nullptr) {
+      auto it = prev->errors.find(code);
+      if (it != prev->errors.end()) before = it->second;
+    }
+    if (prev != nullptr && n > before) {
+      errors += fmt::format(" {} {}/s", code, Rate(n, before, dt));
+    }
+  }
+  if (!errors.empty()) out += "\nerrors:" + errors + "\n";
+  return out;
+}
+
+}  // namespace kvpool::tools

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Builds kvpool's libFuzzer targets with clang (ASan + UBSan + coverage) in their own build
+# directory and runs each for a bounded time, starting from its seed corpus in
+# tests/fuzz/corpus/<target>/. Fails when any target finds a crash, a leak, undefined behaviour,
+# a timeout or runs out of memory; the input that did it is left in <build>/artifacts/.
+#
+# Usage: tests/fuzz/run.sh [target...]          (default: every target)
+# Environment:
+#   FUZZ_SECONDS     seconds per target (default 60)
+#   FUZZ_BUILD_DIR   build directory (default build-fuzz, beside build/)
+#   FUZZ_JOBS        build parallelism (default nproc)
+#
+# A crash found here: add the artifact to tests/fuzz/regressions/<target>/ (CTest replays it in
+# every build from then on), fix the bug, and re-run.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+seconds=${FUZZ_SECONDS:-60}
+build=${FUZZ_BUILD_DIR:-build-fuzz}
+jobs=${FUZZ_JOBS:-$(nproc)}
+all=(frame_header parsers master_service data_request master_config prom_text)
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
+
+for cxx in clang++-14 clang++; do
+  if command -v "$cxx" >/dev/null; then break; fi
+done
+cc=${cxx/clang++/clang}
+echo "=== kvpool fuzz: building ${targets[*]} with ${cxx} in ${build} ==="
+CC=$cc CXX=$cxx cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DKVPOOL_FUZZ=ON -DKVPOOL_BUILD_TESTS=OFF -DKVPOOL_BUILD_BENCH=OFF -DKVPOOL_BUILD_PYTHON=OFF \
+  >/dev/null
+ninja -C "$build" -j"$jobs" "${targets[@]/#/fuzz_}"
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+mkdir -p "$build/artifacts"
+failed=()
+summary=()
+for t in "${targets[@]}"; do
+  seeds=tests/fuzz/corpus/$t
+  work=$build/corpus/$t  # new inputs go here, not into the repository
+  mkdir -p "$work"
+  dirs=("$work" "$seeds")
+  [ -d "tests/fuzz/regressions/$t" ] && dirs+=("tests/fuzz/regressions/$t")
+  log=$build/fuzz_$t.log
+  echo "=== kvpool fuzz: $t for ${seconds}s ==="
+  set +e
+  "$build/tests/fuzz/fuzz_$t" "${dirs[@]}" -max_total_time="$seconds" -timeout=10 \
+    -rss_limit_mb=4096 -max_len=16384 -print_final_stats=1 \
+    -artifact_prefix="$build/artifacts/$t-" >"$log" 2>&1
+  rc=$?
+  set -e
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1)
+  summary+=("$(printf '%-16s rc=%-3s execs=%-10s %s' "$t" "$rc" "${execs:-?}" "${cov:-}")")
+  if [ $rc -ne 0 ]; then
+    failed+=("$t")
+    echo "--- $t failed (rc=$rc); last lines of $log:"
+    tail -40 "$log"
+  fi
+done
+
+echo "=== kvpool fuzz summary (${seconds}s each) ==="
+printf '%s\n' "${summary[@]}"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "FUZZ FAILURES: ${failed[*]} (inputs in $build/artifacts/)"
+  exit 1
+fi
+echo "=== kvpool fuzz: all targets clean ==="
