@@ -2,7 +2,7 @@
 # Runs every test: installs build dependencies (Debian packages), builds kvpool twice (optimized,
 # and with AddressSanitizer + UndefinedBehaviorSanitizer) and runs the whole CTest suite on each,
 # plus the Python tests (pytest with /usr/bin/python3) against the optimized build, then builds
-# the libFuzzer targets with clang and fuzzes each for FUZZ_SECONDS (default 30).
+# the libFuzzer targets with clang and fuzzes each for FUZZ_SECONDS (default 15).
 # Usage: scripts/test.sh            (from anywhere; build trees go to ./build, ./build-asan and
 #                                    ./build-fuzz)
 set -euo pipefail
@@ -47,5 +47,5 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_suite "ASan+UBSan" build-asan -DCMAKE_BUILD_TYPE=Debug -DKVPOOL_SANITIZE=ON \
   -DKVPOOL_BUILD_PYTHON=OFF
 # Fuzzing: every libFuzzer target from its seed corpus; a crash fails the run (tests/fuzz/run.sh).
-FUZZ_SECONDS=${FUZZ_SECONDS:-30} FUZZ_JOBS=${jobs} tests/fuzz/run.sh
+FUZZ_SECONDS=${FUZZ_SECONDS:-15} FUZZ_JOBS=${jobs} tests/fuzz/run.sh
 echo "=== kvpool tests: all suites passed ==="
