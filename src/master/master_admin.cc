@@ -1,11 +1,10 @@
 // MasterCore's admin views: object listing and inspection, clients, pending puts. Read-only;
-// each takes one shard lock at a time and holds it for one pass over that shard at most.
+// each takes one shard lock at a time, and the listing holds it for a piece of a shard only.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <charconv>
 #include <map>
-#include <queue>
 
 #include "common/keys.h"
 #include "master/master_core.h"
@@ -84,30 +83,84 @@ Result<ObjectListing> MasterCore::ListObjects(std::string_view prefix, size_t li
   return listing;
 }
 
+namespace {
+
+// Keeps the `want` smallest keys offered, as a max-heap by key in `best`.
+class SmallestKeys {
+ public:
+  SmallestKeys(size_t want, std::vector<ObjectListing::Entry>* best) : want_(want), best_(best) {}
+
+  void Offer(const Object& o) {
+    std::string_view k = o.key();
+    if (best_->size() < want_) {
+      best_->push_back({std::string(k), o.size, o.pending()});
+      std::push_heap(best_->begin(), best_->end(), ByKey);
+    } else if (!best_->empty() && k < best_->front().key) {
+      std::pop_heap(best_->begin(), best_->end(), ByKey);
+      best_->back() = {std::string(k), o.size, o.pending()};
+      std::push_heap(best_->begin(), best_->end(), ByKey);
+    }
+  }
+
+  static bool ByKey(const ObjectListing::Entry& a, const ObjectListing::Entry& b) {
+    return a.key < b.key;
+  }
+
+ private:
+  const size_t want_;
+  std::vector<ObjectListing::Entry>* best_;
+};
+
+// Rehashes that may interrupt a shard's scan in pieces before it falls back to one lock hold.
+constexpr int kListPieceAttempts = 3;
+
+}  // namespace
+
 size_t MasterCore::ListShard(size_t index, std::string_view prefix, size_t limit,
                              std::string_view after, ObjectListing* listing) {
   const size_t want = limit - listing->objects.size();
-  // A max-heap by key of the `want` smallest keys seen so far.
-  auto by_key = [](const Object* a, const Object* b) { return a->key() < b->key(); };
-  std::priority_queue<const Object*, std::vector<const Object*>, decltype(by_key)> best(by_key);
-  auto shard = table_.LockIndex(index);
-  shard->ForEach([&](const Object& o) {
-    std::string_view k = o.key();
-    if (k <= after || !k.starts_with(prefix)) return;  // keys are never empty
-    if (best.size() < want) {
-      best.push(&o);
-    } else if (k < best.top()->key()) {
-      best.pop();
-      best.push(&o);
-    }
-  });
-  std::vector<const Object*> picked;
-  picked.reserve(best.size());
-  for (; !best.empty(); best.pop()) picked.push_back(best.top());
-  for (auto it = picked.rbegin(); it != picked.rend(); ++it) {
-    listing->objects.push_back({std::string((*it)->key()), (*it)->size, (*it)->pending()});
+  std::vector<ObjectListing::Entry> best;
+  size_t scanned = 0;
+  bool done = false;
+  for (int attempt = 0; attempt < kListPieceAttempts && !done; ++attempt) {
+    best.clear();
+    scanned = 0;
+    done = ListShardInPieces(index, prefix, want, after, &best, &scanned);
   }
-  return shard->size();
+  if (!done) {
+    // The shard kept growing under the scan: one pass under one lock hold.
+    best.clear();
+    SmallestKeys keys(want, &best);
+    auto shard = table_.LockIndex(index);
+    shard->ForEach([&](const Object& o) {
+      if (o.key() > after && o.key().starts_with(prefix)) keys.Offer(o);
+    });
+    scanned = shard->size();
+  }
+  std::sort_heap(best.begin(), best.end(), SmallestKeys::ByKey);
+  for (auto& e : best) listing->objects.push_back(std::move(e));
+  return scanned;
+}
+
+bool MasterCore::ListShardInPieces(size_t index, std::string_view prefix, size_t want,
+                                   std::string_view after, std::vector<ObjectListing::Entry>* best,
+                                   size_t* scanned) {
+  SmallestKeys keys(want, best);
+  size_t buckets = 0;
+  for (size_t first = 0;; first += kListBucketsPerLock) {
+    auto shard = table_.LockIndex(index);
+    if (first == 0) {
+      buckets = shard->bucket_count();
+    } else if (shard->bucket_count() != buckets) {
+      return false;  // rehashed: objects moved between buckets, the pieces no longer tile
+    }
+    if (first >= buckets) return true;
+    shard->ForEachInBuckets(first, first + kListBucketsPerLock, [&](const Object& o) {
+      ++*scanned;
+      // Keys are never empty, so with `after` empty every key is after it.
+      if (o.key() > after && o.key().starts_with(prefix)) keys.Offer(o);
+    });
+  }
 }
 
 Result<ObjectInfo> MasterCore::InspectObject(std::string_view key, TimePoint now) {

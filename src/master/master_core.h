@@ -139,12 +139,15 @@ class MasterCore {
   static constexpr size_t kMaxListLimit = 10000;
   // Objects one ListObjects page scans before it stops at a shard boundary.
   static constexpr size_t kListScanBudget = 1 << 18;
+  // Hash buckets ListObjects scans per shard lock hold (about as many objects).
+  static constexpr size_t kListBucketsPerLock = 1024;
   // Keys starting with `prefix`, at most `limit`, from after `cursor` ("" starts; then the
   // previous page's next_cursor). The order (by shard, then by key bytes) is stable, so paging
-  // never repeats a key and visits every key that exists throughout. Each shard's lock is held
-  // for one pass over that shard only; a page stops early once it has scanned about
-  // kListScanBudget objects, so a page may hold fewer than `limit` keys and still have a
-  // next_cursor.
+  // never repeats a key and visits every key that exists throughout. A shard is scanned in
+  // pieces of kListBucketsPerLock hash buckets, each under its own short lock hold (puts and
+  // gets of that shard wait for one piece at most, not for the whole scan); a page stops early
+  // once it has scanned about kListScanBudget objects, so a page may hold fewer than `limit`
+  // keys and still have a next_cursor.
   // Errors: INVALID_PARAMS (limit 0 or above kMaxListLimit; a cursor this master did not make).
   Result<ObjectListing> ListObjects(std::string_view prefix, size_t limit, std::string_view cursor);
   // Errors: INVALID_KEY; OBJECT_NOT_FOUND.
@@ -183,9 +186,12 @@ class MasterCore {
   size_t ReclaimStaleReservations(int64_t now_ns);
   EvictionResult WatermarkEviction(int64_t now_ns);
   // ListObjects' pass over shard `index`: adds up to `limit` - listing->objects.size() keys
-  // after `after` (all when `after` is empty). Returns objects scanned.
+  // after `after` (all when `after` is empty), in key order. Returns objects scanned.
   size_t ListShard(size_t index, std::string_view prefix, size_t limit, std::string_view after,
                    ObjectListing* listing);
+  // One attempt at it in pieces; false (nothing added) when the shard rehashed in between.
+  bool ListShardInPieces(size_t index, std::string_view prefix, size_t want, std::string_view after,
+                         std::vector<ObjectListing::Entry>* best, size_t* scanned);
 
   const MasterOptions options_;
   const uint64_t epoch_;

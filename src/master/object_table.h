@@ -10,6 +10,7 @@
 // erased and must not be kept past the lock that produced them. size() is lock-free.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -107,6 +108,18 @@ class ObjectTable {
     template <typename F>
     void ForEach(F&& f) const {
       for (const auto& p : objects_) f(*p);
+    }
+    // The hash table's buckets: an object stays in its bucket until the table rehashes, which
+    // changes bucket_count(). Lets a long scan run in short pieces, one lock hold each.
+    size_t bucket_count() const { return objects_.bucket_count(); }
+    // Calls f(const Object&) for every object in buckets [first, last) (clamped to
+    // bucket_count()); f may not insert or erase.
+    template <typename F>
+    void ForEachInBuckets(size_t first, size_t last, F&& f) const {
+      last = std::min(last, objects_.bucket_count());
+      for (size_t b = first; b < last; ++b) {
+        for (auto it = objects_.begin(b); it != objects_.end(b); ++it) f(**it);
+      }
     }
     // Erases every object for which f(Object&) returns true (f may change objects it keeps).
     // Returns how many were erased.

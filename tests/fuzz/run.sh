@@ -12,6 +12,9 @@
 #
 # A crash found here: add the artifact to tests/fuzz/regressions/<target>/ (CTest replays it in
 # every build from then on), fix the bug, and re-run.
+# Running a target by hand: libFuzzer writes new inputs into the FIRST directory it is given, so
+# put a scratch directory first and the repository's corpus after it:
+#   build-fuzz/tests/fuzz/fuzz_master_service /tmp/scratch tests/fuzz/corpus/master_service
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
