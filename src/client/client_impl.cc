@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "client/batch_args.h"
 #include "common/keys.h"
 #include "common/random_id.h"
 #include "rpc/endpoint.h"
@@ -143,19 +144,6 @@ Status ClientImpl::PutFrom(const std::string& key, const void* ptr, size_t size,
 Result<uint64_t> ClientImpl::GetInto(const std::string& key, void* ptr, size_t size) {
   return BatchGetInto({key}, {ptr}, {size})[0];
 }
-
-namespace {
-
-// Wraps single-buffer batch arguments as one-buffer lists.
-template <typename Ptr>
-std::vector<std::vector<Ptr>> OnePerKey(const std::vector<Ptr>& v) {
-  std::vector<std::vector<Ptr>> out;
-  out.reserve(v.size());
-  for (const auto& p : v) out.push_back({p});
-  return out;
-}
-
-}  // namespace
 
 std::vector<Status> ClientImpl::BatchPutFrom(const std::vector<std::string>& keys,
                                              const std::vector<const void*>& ptrs,

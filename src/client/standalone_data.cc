@@ -2,19 +2,12 @@
 // the node moves the bytes. Nothing but these names crosses the socket.
 #include <fmt/format.h>
 
+#include "client/batch_args.h"
 #include "client/replicate_config_proto.h"
 #include "client/standalone_client.h"
 
 namespace kvpool::client {
 namespace {
-
-template <typename Ptr>
-std::vector<std::vector<Ptr>> OnePerKey(const std::vector<Ptr>& v) {
-  std::vector<std::vector<Ptr>> out;
-  out.reserve(v.size());
-  for (const auto& p : v) out.push_back({p});
-  return out;
-}
 
 uint64_t ToNanos(Deadline d) {
   return static_cast<uint64_t>(
