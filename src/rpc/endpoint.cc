@@ -33,6 +33,12 @@ Result<Endpoint> ParseEndpoint(std::string_view text, uint16_t default_port,
     }
   }
   if (ep.host.empty()) return bad("empty host");
+  // A host must print back unambiguously: brackets only around an IPv6 literal, and a bare
+  // host (not bracketed) cannot contain ':' ("::1:5" could be many things; write "[::1]:5").
+  if (ep.host.find_first_of("[]") != std::string::npos) return bad("stray '[' or ']' in host");
+  if (text.front() != '[' && ep.host.find(':') != std::string::npos) {
+    return bad("an IPv6 host must be written in brackets, e.g. [::1]:50051");
+  }
   if (port_text.empty()) {
     if (default_port == 0) return bad("missing port");
     ep.port = default_port;

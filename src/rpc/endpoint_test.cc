@@ -18,7 +18,7 @@ TEST(EndpointTest, Parses) {
 }
 
 TEST(EndpointTest, RejectsBad) {
-  for (const char* bad : {"", ":5", "h:", "h:0", "h:70000", "h:x1", "[::1"}) {
+  for (const char* bad : {"", ":5", "h:", "h:0", "h:70000", "h:x1", "[::1", "a]:b:5", "::1:5", "[a[b]:5"}) {
     EXPECT_EQ(ParseEndpoint(bad).code(), ErrorCode::INVALID_PARAMS) << bad;
   }
 }
