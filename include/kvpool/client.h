@@ -53,6 +53,9 @@ struct ClientOptions {
   std::chrono::milliseconds transfer_timeout{30000};
   // Liveness ping period; the master drops a client silent for its --client_ttl.
   std::chrono::milliseconds heartbeat_interval{1000};
+  // Fault the contributed segment's memory in at Setup (about 0.3 s per GiB) instead of on the
+  // first put into each page, whose page faults otherwise cost as much as the copy itself.
+  bool prefault_segment = false;
 };
 
 // Standalone mode: the process attaches to a `kvpool node` on the same host instead of talking

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <thread>
+
 #include "client/batch_args.h"
 #include "common/keys.h"
 #include "common/random_id.h"
@@ -56,11 +59,23 @@ template std::vector<Buffers> ToBuffers(const BufferRegistry&, const std::vector
                                         const std::vector<std::vector<size_t>>&,
                                         std::vector<Status>&);
 
+namespace {
+
+// Threads that move a batch's parts beside the caller's: one core fewer than the machine has
+// (the caller's thread is the other), at most 3 (beyond that a batch's parts are too small).
+int TransferWorkers() {
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  return std::clamp(cores - 1, 1, 3);
+}
+
+}  // namespace
+
 ClientImpl::ClientImpl(const ClientOptions& options, HostingOptions hosting)
     : options_(options),
       hosting_(std::move(hosting)),
       client_id_(RandomId()),
-      data_pool_("client " + client_id_) {}
+      data_pool_("client " + client_id_),
+      transfer_workers_(TransferWorkers()) {}
 
 ClientImpl::~ClientImpl() { (void)Close(); }
 
@@ -88,7 +103,7 @@ Status ClientImpl::Init() {
     ho.port = options_.segment_port;
     ho.size = options_.global_segment_size;
     ho.memory.huge_pages = options_.use_hugepage;
-    ho.memory.prefault = hosting_.prefault;
+    ho.memory.prefault = hosting_.prefault || options_.prefault_segment;
     ho.io_threads = hosting_.io_threads;
     auto host = node::SegmentHost::Start(ho);
     if (!host.ok()) return host.status();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "client/buffer_registry.h"
+#include "common/task_pool.h"
 #include "kvpool/client.h"
 #include "master/master_client.h"
 #include "node/heartbeat.h"
@@ -133,6 +134,7 @@ class ClientImpl : public Client {
   const std::string client_id_;
   std::unique_ptr<master::MasterClient> master_;
   rpc::ConnectionPool data_pool_;
+  TaskPool transfer_workers_;  // runs a batch's transfer parts in parallel (TransferPlan)
   transfer::TcpTransport tcp_{&data_pool_};
   std::unique_ptr<node::SegmentHost> host_;  // embedded mode only
   std::unique_ptr<transfer::LocalTransport> local_;

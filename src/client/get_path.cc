@@ -47,7 +47,7 @@ std::vector<Result<uint64_t>> ClientImpl::GetBatch(const std::vector<std::string
     }
   }
 
-  TransferPlan plan;
+  TransferPlan plan(&transfer_workers_);
   std::vector<uint64_t> sizes(keys.size(), 0);
   const std::string own = SegmentName();
   for (size_t k = 0; k < sent.size(); ++k) {

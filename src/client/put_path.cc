@@ -50,7 +50,7 @@ std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
     return results;
   }
 
-  TransferPlan plan;
+  TransferPlan plan(&transfer_workers_);
   std::vector<size_t> written;  // objects with replicas to write
   for (size_t k = 0; k < sent.size(); ++k) {
     size_t i = sent[k];

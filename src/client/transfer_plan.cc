@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace kvpool::client {
 
 Status TransferPlan::Add(size_t object, const rpc::Replica& replica,
@@ -10,7 +12,7 @@ Status TransferPlan::Add(size_t object, const rpc::Replica& replica,
   if (it == segments_.end()) {
     auto ep = rpc::ParseEndpoint(replica.endpoint(), 0, "replica endpoint");
     if (!ep.ok()) return Status(ErrorCode::INVALID_REPLICA, ep.status().message());
-    it = segments_.emplace(replica.segment_name(), SegmentMoves{*ep, {}, {}, {}}).first;
+    it = segments_.emplace(replica.segment_name(), SegmentMoves{*ep, {}, {}, {}, {}, 0}).first;
   }
   SegmentMoves& m = it->second;
   rpc::Range r;
@@ -19,7 +21,34 @@ Status TransferPlan::Add(size_t object, const rpc::Replica& replica,
   m.ranges.push_back(std::move(r));
   m.memory.insert(m.memory.end(), memory.begin(), memory.end());
   m.objects.push_back(object);
+  m.memory_end.push_back(m.memory.size());
+  m.bytes += replica.length();
   return Status::Ok();
+}
+
+std::vector<TransferPart> TransferPlan::Parts() const {
+  const uint64_t max_parts =
+      workers_ == nullptr ? 1 : static_cast<uint64_t>(workers_->threads()) + 1;
+  std::vector<TransferPart> parts;
+  for (const auto& [name, m] : segments_) {
+    const uint64_t want = std::clamp<uint64_t>(m.bytes / kMinPartBytes, 1,
+                                               std::min<uint64_t>(max_parts, m.ranges.size()));
+    // Cut after the range that reaches the next 1/want of the bytes.
+    size_t first = 0;
+    uint64_t done = 0;
+    for (uint64_t p = 1; p <= want && first < m.ranges.size(); ++p) {
+      const uint64_t goal = m.bytes * p / want;
+      size_t last = first;
+      while (last < m.ranges.size() && (last == first || done < goal || p == want)) {
+        done += m.ranges[last].length();
+        ++last;
+        if (done >= goal && p != want) break;
+      }
+      parts.push_back({&name, &m, first, last});
+      first = last;
+    }
+  }
+  return parts;
 }
 
 std::vector<iovec> Prefix(const std::vector<iovec>& buffers, uint64_t length) {

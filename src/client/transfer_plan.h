@@ -1,4 +1,6 @@
-// Groups a batch's byte moves by segment so each segment costs one data request.
+// Groups a batch's byte moves by segment so each segment costs one data request, and runs the
+// requests in parallel: different segments at once, and a large segment's moves split into
+// parts that move at once (one more core copying, or one more TCP connection in flight).
 #pragma once
 
 #include <sys/uio.h>
@@ -7,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/task_pool.h"
 #include "rpc/endpoint.h"
 #include "rpc/kvpool.pb.h"
 #include "transfer/transport.h"
@@ -18,27 +21,63 @@ struct SegmentMoves {
   std::vector<rpc::Range> ranges;  // in the segment, in order
   std::vector<iovec> memory;       // the caller's side, concatenated in the same order
   std::vector<size_t> objects;     // batch index of each range's object
+  std::vector<size_t> memory_end;  // index in `memory` one past each range's iovecs
+  uint64_t bytes = 0;              // total length of `ranges`
+};
+
+// One request of a run: ranges [first, last) of one segment's moves.
+struct TransferPart {
+  const std::string* segment_name;
+  const SegmentMoves* moves;
+  size_t first;
+  size_t last;
 };
 
 class TransferPlan {
  public:
+  // A segment's moves are split into parts of at least this many bytes (one per worker + 1).
+  static constexpr uint64_t kMinPartBytes = 4ull << 20;
+
+  // `workers` runs the parts alongside the calling thread; null: one part per segment, run one
+  // after another on the calling thread. The pool must outlive Run.
+  explicit TransferPlan(TaskPool* workers = nullptr) : workers_(workers) {}
+
   // Adds one replica's move: `memory` (exactly replica.length() bytes) <-> the replica's range.
   // Errors: INVALID_REPLICA when the master sent an unparsable endpoint.
   Status Add(size_t object, const rpc::Replica& replica, const std::vector<iovec>& memory);
 
   // Runs every segment's moves (write: memory -> segments; read: segments -> memory) with
-  // `transport_for(segment_name)`, recording a failed move's status for each of its objects.
+  // `transport_for(segment_name)` (called from several threads at once when the plan has
+  // workers), recording a failed move's status for each of its objects.
   template <typename TransportFor>
   void Run(bool write, TransportFor&& transport_for, Deadline deadline,
            std::vector<Status>& per_object) {
-    for (auto& [name, moves] : segments_) {
-      transfer::SegmentRanges where{&name, &moves.endpoint, moves.ranges};
-      transfer::Transport& t = transport_for(name);
-      Status st =
-          write ? t.Write(where, moves.memory, deadline) : t.Read(where, moves.memory, deadline);
-      if (st.ok()) continue;
-      for (size_t i : moves.objects) {
-        if (per_object[i].ok()) per_object[i] = st;
+    const std::vector<TransferPart> parts = Parts();
+    std::vector<Status> part_status(parts.size());
+    auto run_part = [&](size_t p) {
+      const TransferPart& part = parts[p];
+      const SegmentMoves& m = *part.moves;
+      const size_t mem_first = part.first == 0 ? 0 : m.memory_end[part.first - 1];
+      const size_t mem_last = m.memory_end[part.last - 1];
+      transfer::SegmentRanges where{
+          part.segment_name, &m.endpoint,
+          std::span<const rpc::Range>(m.ranges.data() + part.first, part.last - part.first)};
+      std::span<const iovec> memory(m.memory.data() + mem_first, mem_last - mem_first);
+      transfer::Transport& t = transport_for(*part.segment_name);
+      part_status[p] = write ? t.Write(where, memory, deadline) : t.Read(where, memory, deadline);
+    };
+    if (workers_ != nullptr && parts.size() > 1) {
+      workers_->ParallelFor(parts.size(), run_part);
+    } else {
+      for (size_t p = 0; p < parts.size(); ++p) run_part(p);
+    }
+    // An object with replicas in several segments appears in several parts: merged here, on
+    // one thread, keeping its first failure.
+    for (size_t p = 0; p < parts.size(); ++p) {
+      if (part_status[p].ok()) continue;
+      for (size_t r = parts[p].first; r < parts[p].last; ++r) {
+        Status& st = per_object[parts[p].moves->objects[r]];
+        if (st.ok()) st = part_status[p];
       }
     }
   }
@@ -46,6 +85,10 @@ class TransferPlan {
   bool empty() const { return segments_.empty(); }
 
  private:
+  // Each segment's moves as consecutive parts of about equal bytes.
+  std::vector<TransferPart> Parts() const;
+
+  TaskPool* workers_;
   std::map<std::string, SegmentMoves> segments_;
 };
 

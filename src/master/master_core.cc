@@ -365,16 +365,20 @@ rpc::GetReplicaListReply MasterCore::GetReplicaList(const rpc::KeysRequest& req,
 
 rpc::CodesReply MasterCore::Exists(const rpc::KeysRequest& req, TimePoint) {
   rpc::CodesReply reply;
+  reply.mutable_codes()->Reserve(req.keys_size());
+  // Messages only once a key is invalid (then one per key, as the reply promises): an empty
+  // string per key would cost an allocation each here and in the client's parse.
   for (const std::string& key : req.keys()) {
     Status st = ValidateKey(key);
     if (!st.ok()) {
+      while (reply.messages_size() < reply.codes_size()) reply.add_messages();
       AddCode(&reply, st.code(), st.message());
       continue;
     }
     auto shard = table_.Lock(key);
     Object* obj = shard->Find(key);
     reply.add_codes(obj != nullptr && !obj->pending() ? 1 : 0);
-    reply.add_messages();
+    if (reply.messages_size() > 0) reply.add_messages();
   }
   return reply;
 }

@@ -240,6 +240,10 @@ TEST_F(CoreTest, ExistsAndPrefix) {
   EXPECT_EQ(e.codes(2), 1);
   EXPECT_EQ(e.codes(3), 0);
   EXPECT_EQ(Code(e.codes(4)), ErrorCode::INVALID_KEY);
+  ASSERT_EQ(e.messages_size(), 5);  // one per key once any key has an error
+  EXPECT_TRUE(e.messages(0).empty());
+  EXPECT_FALSE(e.messages(4).empty());
+  EXPECT_EQ(core_.Exists(CoreTest::Keys({"p0", "zz"}), kT0).messages_size(), 0);
   EXPECT_EQ(core_.ExistsPrefix(CoreTest::Keys({"p0", "p1", "p2", "p3"}), kT0).count(), 2u);
   EXPECT_EQ(core_.ExistsPrefix(CoreTest::Keys({"p3", "p0"}), kT0).count(), 2u);
   EXPECT_EQ(core_.ExistsPrefix(CoreTest::Keys({"zz", "p0"}), kT0).count(), 0u);

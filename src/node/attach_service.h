@@ -15,8 +15,8 @@
 #include <string>
 
 #include "client/client_impl.h"
+#include "common/task_pool.h"
 #include "node/attach_session.h"
-#include "node/task_pool.h"
 #include "rpc/kvpool.pb.h"
 #include "rpc/unix_socket.h"
 
@@ -90,7 +90,7 @@ class AttachService {
   client::ClientImpl* const store_;
   const AttachServiceOptions options_;
   SessionTable sessions_;
-  TaskPool pool_;
+  kvpool::TaskPool pool_;
   AttachCounters counters_;
 };
 

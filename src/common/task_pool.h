@@ -1,5 +1,6 @@
-// A fixed set of worker threads that run the parts of one batch in parallel: the node spreads a
-// large batch over its cores so copies into a client's pages run faster than one memcpy.
+// A fixed set of worker threads that run the parts of one batch in parallel: the node and the
+// client spread a large batch over their cores so copies run faster than one memcpy, and a
+// client keeps several transfers in flight at once.
 // Thread-safe.
 #pragma once
 
@@ -11,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-namespace kvpool::node {
+namespace kvpool {
 
 class TaskPool {
  public:
@@ -36,4 +37,4 @@ class TaskPool {
   std::vector<std::thread> workers_;
 };
 
-}  // namespace kvpool::node
+}  // namespace kvpool

@@ -1,9 +1,9 @@
-#include "node/task_pool.h"
+#include "common/task_pool.h"
 
 #include <atomic>
 #include <memory>
 
-namespace kvpool::node {
+namespace kvpool {
 
 TaskPool::TaskPool(int threads) {
   for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { Work(); });
@@ -59,4 +59,4 @@ void TaskPool::ParallelFor(size_t n, const std::function<void(size_t)>& fn) {
   shared->cv.wait(lock, [&] { return shared->done == n; });
 }
 
-}  // namespace kvpool::node
+}  // namespace kvpool

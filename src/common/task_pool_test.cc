@@ -1,11 +1,11 @@
-#include "node/task_pool.h"
+#include "common/task_pool.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <vector>
 
-namespace kvpool::node {
+namespace kvpool {
 namespace {
 
 TEST(TaskPoolTest, RunsEveryPartOnce) {
@@ -20,4 +20,4 @@ TEST(TaskPoolTest, RunsEveryPartOnce) {
 }
 
 }  // namespace
-}  // namespace kvpool::node
+}  // namespace kvpool
