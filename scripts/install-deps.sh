@@ -10,6 +10,7 @@ PKGS=(
   libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev libxxhash-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcpp-httplib-dev  # the master's HTTP admin server and `kvpool top` (top-level CMakeLists)
+  libhiredis-dev redis-server  # `kvpool bench --peers redis`: the Redis comparison
   # The Python module (/usr/bin/python3) and its tests.
   python3-dev pybind11-dev python3-pybind11 python3-pytest python3-numpy
 )

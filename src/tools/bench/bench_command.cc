@@ -3,13 +3,16 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 
 #include "common/units.h"
 #include "tools/bench/interrupt.h"
 #include "tools/bench/limits.h"
+#include "tools/bench/master_memory.h"
 #include "tools/bench/mode_runner.h"
+#include "tools/bench/redis_peer.h"
 #include "tools/bench/report.h"
 
 namespace kvpool::tools::bench {
@@ -52,6 +55,31 @@ void PrintPlan(const BenchOptions& o, const std::string& machine) {
                "call; x limit = GB/s / the limit below\n\n";
 }
 
+// The Redis rows (after the kvpool rows, so both see the same machine state in one run).
+Status RunRedisPeer(const BenchOptions& o, const Limits& limits, std::stop_token stop,
+                    std::vector<Row>& rows) {
+  const bool wanted =
+      std::find(o.mode_list.begin(), o.mode_list.end(), Mode::kRemote) != o.mode_list.end() &&
+      (o.Has(Workload::kPut) || o.Has(Workload::kGet));
+  if (!o.redis_peer || !wanted) return Status::Ok();
+  const std::string program = FindRedisServer();
+  if (program.empty()) {
+    std::cout << "[redis] no redis-server in PATH: no Redis comparison (scripts/install-deps.sh "
+                 "installs it; --peers none hides this note)\n";
+    return Status::Ok();
+  }
+  auto server = RedisServer::Start(program, o.segment_bytes);
+  if (!server.ok()) return server.status();
+  std::cout << fmt::format(
+      "[redis] private {} on 127.0.0.1:{} (no persistence, maxmemory {}, "
+      "allkeys-lru)\n",
+      program, (*server)->port(), FormatSize(o.segment_bytes));
+  std::cout << TableHeader() << std::endl;
+  KVPOOL_RETURN_IF_ERROR(RunRedisRows(o, limits, **server, stop, rows));
+  CompareWithRedis(rows);
+  return Status::Ok();
+}
+
 }  // namespace
 
 int RunBench(BenchOptions& o) {
@@ -62,13 +90,19 @@ int RunBench(BenchOptions& o) {
   InterruptWatcher watcher;
   const std::string machine = DescribeMachine();
   PrintPlan(o, machine);
-  auto limits = MeasureLimits(o, watcher.token());
-  Status failure = limits.status();
   std::vector<Row> rows;
+  Status failure = Status::Ok();
+  if (o.Has(Workload::kMasterMemory)) failure = RunMasterMemory(o, watcher.token(), rows);
+  auto limits = o.NeedsPool() ? MeasureLimits(o, watcher.token()) : Result<Limits>(Limits());
+  if (failure.ok()) failure = limits.status();
   for (Mode mode : o.mode_list) {
+    if (!o.NeedsPool()) break;
     if (!failure.ok() || watcher.token().stop_requested()) break;
     failure = RunMode(o, mode, limits.ok() ? *limits : Limits(), watcher.token(), rows);
     std::cout << std::endl;
+  }
+  if (failure.ok() && !watcher.token().stop_requested()) {
+    failure = RunRedisPeer(o, limits.ok() ? *limits : Limits(), watcher.token(), rows);
   }
   if (!o.json_path.empty()) {
     Status st = WriteJson(o.json_path, limits.ok() ? *limits : Limits(), rows, machine);

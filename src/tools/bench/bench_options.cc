@@ -64,8 +64,11 @@ Status ParseWorkloads(BenchOptions& o) {
       o.workload_list.push_back(Workload::kPrefix);
     } else if (w == "hicache") {
       o.workload_list.push_back(Workload::kHicache);
+    } else if (w == "master_memory") {
+      o.workload_list.push_back(Workload::kMasterMemory);
     } else {
-      return Bad("workload", w, "use put, get, exists, prefix or hicache (comma-separated)");
+      return Bad("workload", w,
+                 "use put, get, exists, prefix, hicache or master_memory (comma-separated)");
     }
   }
   if (o.workload_list.empty()) return Bad("workload", o.workloads, "name at least one workload");
@@ -152,12 +155,19 @@ const char* WorkloadName(Workload w) {
       return "prefix";
     case Workload::kHicache:
       return "hicache";
+    case Workload::kMasterMemory:
+      return "master_memory";
   }
   return "?";
 }
 
 bool BenchOptions::Has(Workload w) const {
   return std::find(workload_list.begin(), workload_list.end(), w) != workload_list.end();
+}
+
+bool BenchOptions::NeedsPool() const {
+  return std::any_of(workload_list.begin(), workload_list.end(),
+                     [](Workload w) { return w != Workload::kMasterMemory; });
 }
 
 void AddBenchFlags(CLI::App& cmd, BenchOptions& o) {
@@ -167,7 +177,8 @@ void AddBenchFlags(CLI::App& cmd, BenchOptions& o) {
   cmd.add_option("--mode", o.modes,
                  "embedded (own segment, memcpy), remote (nodes, TCP); default both, remote for "
                  "hicache alone");
-  cmd.add_option("--workload", o.workloads, "put,get,exists,prefix,hicache")->capture_default_str();
+  cmd.add_option("--workload", o.workloads, "put,get,exists,prefix,hicache,master_memory")
+      ->capture_default_str();
   cmd.add_option("--page_size", o.page_sizes, "Page (object) sizes")->capture_default_str();
   cmd.add_option("--batch", o.batches, "Keys per batch call")->capture_default_str();
   cmd.add_option("--threads", o.threads, "Client threads")->capture_default_str();
@@ -186,6 +197,9 @@ void AddBenchFlags(CLI::App& cmd, BenchOptions& o) {
   cmd.add_flag("--no_limits", o.no_limits, "Skip the memcpy and TCP limit measurements");
   cmd.add_option("--json", o.json_path, "Also write the rows to this JSON file");
   cmd.add_flag("!--no_progress", o.progress, "No in-place progress line");
+  cmd.add_option("--peers", o.peers,
+                 "Compare the remote put/get rows with: redis (a private redis-server), none")
+      ->capture_default_str();
   HicacheOptions& h = o.hicache;
   cmd.add_option("--engines", h.engines, "hicache: simulated engines")->capture_default_str();
   cmd.add_option("--conversations", h.conversations, "hicache: live conversations")
@@ -199,6 +213,9 @@ void AddBenchFlags(CLI::App& cmd, BenchOptions& o) {
   cmd.add_option("--l2_pages", h.l2_pages, "hicache: pages each engine keeps in host memory")
       ->capture_default_str();
   cmd.add_option("--hicache_page_size", h.page_size, "hicache: page size")->capture_default_str();
+  cmd.add_option("--master_objects", o.master_objects,
+                 "master_memory: objects put into an in-process master core")
+      ->capture_default_str();
 }
 
 void AddTcpPeerFlags(CLI::App& cmd, TcpPeerOptions& o) {
@@ -234,6 +251,11 @@ Status ValidateBenchOptions(BenchOptions& o) {
   }
   o.hicache.page_bytes = *hp;
   o.node_count = o.nodes > 0 ? o.nodes : (o.Has(Workload::kHicache) ? 2 : 1);
+  if (o.master_objects < 1 || o.master_objects > 100'000'000) {
+    return Bad("master_objects", std::to_string(o.master_objects), "1 .. 100000000");
+  }
+  if (o.peers != "redis" && o.peers != "none") return Bad("peers", o.peers, "use redis or none");
+  o.redis_peer = o.peers == "redis";
   return Status::Ok();
 }
 

@@ -16,7 +16,7 @@ namespace kvpool::tools::bench {
 // the bench's HostMemAllocator pages (one copy, shared memory); remote: segments live in node
 // processes and bytes cross TCP loopback.
 enum class Mode { kEmbedded, kStandalone, kRemote };
-enum class Workload { kPut, kGet, kExists, kPrefix, kHicache };
+enum class Workload { kPut, kGet, kExists, kPrefix, kHicache, kMasterMemory };
 
 const char* ModeName(Mode m);
 // The limit a mode's data rows are compared with: "memcpy" (embedded, standalone) or "tcp".
@@ -64,7 +64,12 @@ struct BenchOptions {
   bool no_limits = false;  // --no_limits: skip the memcpy / TCP limit measurements
   std::string json_path;   // --json FILE: also write the rows as JSON
   bool progress = true;    // --no_progress clears it: no in-place progress line on a TTY
+  // --peers: other stores the remote put/get rows are compared with: "redis" (default; skipped
+  // with a note when no redis-server is installed) or "none".
+  std::string peers = "redis";
   HicacheOptions hicache;
+  // --master_objects: objects the master_memory workload puts into an in-process master core.
+  uint64_t master_objects = 5'000'000;
 
   // Filled by ValidateBenchOptions.
   std::vector<Mode> mode_list;
@@ -74,8 +79,11 @@ struct BenchOptions {
   uint64_t segment_bytes = 0;
   uint64_t working_set_bytes = 0;
   int node_count = 0;
+  bool redis_peer = false;  // --peers has redis
 
   bool Has(Workload w) const;
+  // True when a workload needs a pool (every one but master_memory, which runs in-process).
+  bool NeedsPool() const;
   // Seconds a row (or the hicache run) lasts when bounded by time.
   double RowSeconds() const { return duration_s > 0 ? duration_s : 1.0; }
   double HicacheSeconds() const { return duration_s > 0 ? duration_s : 20.0; }

@@ -23,7 +23,7 @@ double RusageSeconds(const rusage& ru) {
 }
 
 // Runs in the forked child: only async-signal-safe calls until execv.
-[[noreturn]] void ExecChild(pid_t parent, int log_fd, char** argv) {
+[[noreturn]] void ExecChild(pid_t parent, int log_fd, const char* program, char** argv) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took effect
   ::setpgid(0, 0);
@@ -35,7 +35,7 @@ double RusageSeconds(const rusage& ru) {
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);  // main() blocked the termination signals
   ::signal(SIGPIPE, SIG_DFL);
-  ::execv("/proc/self/exe", argv);
+  ::execv(program, argv);
   ::_exit(127);
 }
 
@@ -43,6 +43,19 @@ double RusageSeconds(const rusage& ru) {
 
 Result<std::unique_ptr<ChildProcess>> ChildProcess::Start(std::string name,
                                                           std::vector<std::string> args) {
+  args.insert(args.begin(), "kvpool");
+  return Spawn(std::move(name), "/proc/self/exe", std::move(args));
+}
+
+Result<std::unique_ptr<ChildProcess>> ChildProcess::StartProgram(std::string name,
+                                                                 std::string program,
+                                                                 std::vector<std::string> args) {
+  args.insert(args.begin(), program);
+  return Spawn(std::move(name), std::move(program), std::move(args));
+}
+
+Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(std::string name, std::string program,
+                                                          std::vector<std::string> argv_strings) {
   char tmpl[] = "/tmp/kvpool-bench-XXXXXX";
   int log_fd = ::mkstemp(tmpl);
   if (log_fd < 0) {
@@ -51,13 +64,12 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Start(std::string name,
   }
   std::unique_ptr<ChildProcess> child(new ChildProcess(std::move(name), tmpl));
   // Everything the child needs is built before fork: no allocation after it.
-  args.insert(args.begin(), "kvpool");
   std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
+  for (auto& a : argv_strings) argv.push_back(a.data());
   argv.push_back(nullptr);
   const pid_t parent = ::getpid();
   pid_t pid = ::fork();
-  if (pid == 0) ExecChild(parent, log_fd, argv.data());
+  if (pid == 0) ExecChild(parent, log_fd, program.c_str(), argv.data());
   ::close(log_fd);
   if (pid < 0) {
     return Status(ErrorCode::INTERNAL_ERROR, fmt::format("{}: fork failed", child->name_));

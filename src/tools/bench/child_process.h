@@ -1,5 +1,6 @@
 // A child process running this same binary (/proc/self/exe) with other arguments: the bench's
-// private `kvpool master` / `kvpool node` processes and its TCP limit peer.
+// private `kvpool master` / `kvpool node` processes and its TCP limit peer (or, for the Redis
+// comparison, another program).
 //
 // Lifetime. The child gets its own process group (a terminal's Ctrl-C reaches only the bench,
 // which then stops its children in order) and PR_SET_PDEATHSIG=SIGKILL, so it dies with the
@@ -29,6 +30,9 @@ class ChildProcess {
   // Errors: INTERNAL_ERROR when the log file or the fork fails.
   static Result<std::unique_ptr<ChildProcess>> Start(std::string name,
                                                      std::vector<std::string> args);
+  // Starts another program (an absolute path, e.g. the Redis peer's redis-server) the same way.
+  static Result<std::unique_ptr<ChildProcess>> StartProgram(std::string name, std::string program,
+                                                            std::vector<std::string> args);
   ~ChildProcess();  // Stop(2 s)
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
@@ -53,6 +57,9 @@ class ChildProcess {
   ChildProcess(std::string name, std::string log_path)
       : name_(std::move(name)), log_path_(std::move(log_path)) {}
   void Reaped(int wait_status, double cpu_seconds);
+  // Forks and execs `program` with `argv_strings` (argv[0] included).
+  static Result<std::unique_ptr<ChildProcess>> Spawn(std::string name, std::string program,
+                                                     std::vector<std::string> argv_strings);
 
   std::string name_;
   std::string log_path_;

@@ -62,6 +62,7 @@ Result<std::unique_ptr<Client>> ModeClient(const BenchOptions& o, Mode mode,
   ClientOptions co;
   co.master_server_address = master;
   co.global_segment_size = mode == Mode::kEmbedded && rows_wanted ? o.segment_bytes : 0;
+  co.prefault_segment = true;  // as the private pool's nodes (--prefault): no first-touch faults
   return Client::Setup(co);
 }
 
@@ -96,7 +97,7 @@ Row MeasureIdle(const LocalPool& pool, Mode mode, std::stop_token stop) {
   return row;
 }
 
-bool RowWorkload(Workload w) { return w != Workload::kHicache; }
+bool RowWorkload(Workload w) { return w != Workload::kHicache && w != Workload::kMasterMemory; }
 
 Status RunRows(const RowContext& ctx, const Limits& limits, std::vector<Row>& rows) {
   const BenchOptions& o = *ctx.options;

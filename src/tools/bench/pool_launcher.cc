@@ -85,11 +85,11 @@ Status LocalPool::StartNodes(const PoolSpec& spec, std::stop_token stop) {
   if (spec.nodes == 0) return Status::Ok();
   for (int i = 0; i < spec.nodes; ++i) {
     uint16_t port = FreeLoopbackPort();
-    auto n =
-        ChildProcess::Start(fmt::format("node {} (127.0.0.1:{})", i, port),
-                            {"node", "--host", "127.0.0.1", "--port", std::to_string(port),
-                             "--master_server_address", master_address(), "--global_segment_size",
-                             std::to_string(spec.segment_bytes), "--log_level", "warn"});
+    auto n = ChildProcess::Start(
+        fmt::format("node {} (127.0.0.1:{})", i, port),
+        {"node", "--host", "127.0.0.1", "--port", std::to_string(port), "--master_server_address",
+         master_address(), "--global_segment_size", std::to_string(spec.segment_bytes),
+         "--prefault", "--log_level", "warn"});
     if (!n.ok()) return n.status();
     nodes_.push_back(std::move(n).value());
     node_ports_.push_back(port);

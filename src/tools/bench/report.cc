@@ -87,6 +87,7 @@ Status WriteJson(const std::string& path, const Limits& limits, const std::vecto
                            {"cpu_s_per_gb", r.cpu_s_per_gb},
                            {"pool_cpu_s", r.pool_cpu_s},
                            {"verified_keys", r.verified},
+                           {"vs_redis", r.vs_redis},
                            {"note", r.note}});
   }
   std::ofstream out(path, std::ios::trunc);

@@ -30,6 +30,7 @@ struct Row {
   double cpu_s_per_gb = 0;  // cpu_s / (bytes / 1e9); 0 when no bytes moved
   double pool_cpu_s = 0;    // the part of cpu_s used by the pool's processes (master, nodes)
   uint64_t verified = 0;    // keys checked byte-exact
+  double vs_redis = 0;      // remote put/get rows: GB/s / the Redis row's GB/s (0: none)
   std::string note;         // anything odd ("cpu excludes external pool")
 };
 
