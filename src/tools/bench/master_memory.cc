@@ -19,7 +19,7 @@ constexpr uint64_t kObjectBytes = 256 << 10;    // a HiCache page; the size only
 constexpr uint64_t kSegmentBytes = 1ULL << 40;  // per segment, never mapped
 constexpr size_t kPutBatch = 1024;
 constexpr size_t kLookupBatch = 128;
-constexpr double kMaxFillSeconds = 45;
+constexpr double kDefaultFillSeconds = 45;  // --duration_s overrides it
 
 // Resident bytes of this process.
 uint64_t RssBytes() {
@@ -49,6 +49,7 @@ std::string ToString(const rpc::CodesReply& r) {
 
 Status RunMasterMemory(const BenchOptions& o, std::stop_token stop, std::vector<Row>& rows) {
   const uint64_t want = o.master_objects;
+  const double max_fill_s = o.duration_s > 0 ? o.duration_s : kDefaultFillSeconds;
   master::MasterOptions mo;
   master::MasterCore core(mo);
   const auto now = Clock::now();
@@ -78,7 +79,7 @@ Status RunMasterMemory(const BenchOptions& o, std::stop_token stop, std::vector<
   rpc::PutEnd end;
   start.set_client_id(client);
   end.set_client_id(client);
-  while (done < want && !stop.stop_requested() && SecondsSince(t0) < kMaxFillSeconds) {
+  while (done < want && !stop.stop_requested() && SecondsSince(t0) < max_fill_s) {
     const size_t n = std::min<uint64_t>(kPutBatch, want - done);
     start.clear_items();
     end.clear_commit_keys();

@@ -6,7 +6,8 @@
 //   - the RSS growth per object, and that growth minus the key bytes (issue 6: <= 128 B + key);
 //   - lookups per CPU-second of one thread: BatchIsExist (Exists) and BatchGet's location
 //     lookup (GetReplicaList, with its read lease) over random present keys, batches of 128.
-// Bounded: the fill stops after 45 s, the lookups run 1 s each.
+// Bounded: the fill stops after 45 s (--duration_s sets another bound: a loaded machine may
+// need longer for 5 M objects), the lookups run 1 s each.
 #pragma once
 
 #include <stop_token>
