@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "common/units.h"
+#include "tools/bench/hicache_process.h"
 #include "tools/bench/interrupt.h"
 #include "tools/bench/limits.h"
 #include "tools/bench/master_memory.h"
@@ -126,6 +127,11 @@ void AddBenchCommands(CLI::App& app, BenchCommandOptions& o, int& exit_code) {
   peer->group("");  // hidden: the bench starts it
   AddTcpPeerFlags(*peer, o.tcp_peer);
   peer->callback([&] { exit_code = RunTcpPeer(o.tcp_peer); });
+
+  auto* engine = app.add_subcommand("bench-hicache-engine", "One hicache engine process");
+  engine->group("");  // hidden: the bench starts it
+  AddEngineProcessFlags(*engine, o.engine);
+  engine->callback([&] { exit_code = RunEngineProcess(o.engine); });
 }
 
 }  // namespace kvpool::tools::bench

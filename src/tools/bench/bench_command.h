@@ -1,6 +1,7 @@
 // `kvpool bench`: kvpool's own benchmark (put / get / exists / prefix rows, and a HiCache-shaped
 // workload), each figure printed next to the machine's limit measured in the same run. Also the
-// hidden `kvpool bench-tcp-peer` command the TCP limit re-executes this binary as.
+// hidden `kvpool bench-tcp-peer` command the TCP limit re-executes this binary as, and the hidden
+// `kvpool bench-hicache-engine` the hicache workload's --engine_processes run as.
 //
 // Exit codes: 0 success; 1 a failure (pool did not start, a call failed, WRONG BYTES); 2 bad
 // flags; 130 interrupted (what was measured so far is still printed and written).
@@ -9,12 +10,14 @@
 #include <CLI/CLI.hpp>
 
 #include "tools/bench/bench_options.h"
+#include "tools/bench/hicache_process.h"
 
 namespace kvpool::tools::bench {
 
 struct BenchCommandOptions {
   BenchOptions bench;
   TcpPeerOptions tcp_peer;
+  EngineProcessOptions engine;
 };
 
 // Registers `bench` and the hidden `bench-tcp-peer` on `app`; `exit_code` receives the result

@@ -202,6 +202,8 @@ void AddBenchFlags(CLI::App& cmd, BenchOptions& o) {
       ->capture_default_str();
   HicacheOptions& h = o.hicache;
   cmd.add_option("--engines", h.engines, "hicache: simulated engines")->capture_default_str();
+  cmd.add_flag("--engine_processes", h.processes,
+               "hicache: run each engine as its own process (default: threads)");
   cmd.add_option("--conversations", h.conversations, "hicache: live conversations")
       ->capture_default_str();
   cmd.add_option("--system_prompts", h.system_prompts, "hicache: distinct system prompts")

@@ -25,7 +25,8 @@ const char* WorkloadName(Workload w);
 
 // The simulated HiCache deployment of `--workload hicache`.
 struct HicacheOptions {
-  int engines = 2;                  // --engines: simulated inference engines (threads), 1..16
+  int engines = 2;                  // --engines: simulated inference engines, 1..16
+  bool processes = false;           // --engine_processes: one process per engine, not a thread
   int conversations = 48;           // --conversations: live conversations at any time
   int system_prompts = 6;           // --system_prompts: distinct shared system prompts
   int system_prompt_pages = 24;     // --system_prompt_pages: pages per system prompt

@@ -9,6 +9,7 @@
 
 #include "common/units.h"
 #include "tools/bench/hicache_engine.h"
+#include "tools/bench/hicache_process.h"
 #include "tools/bench/stats.h"
 
 namespace kvpool::tools::bench {
@@ -68,8 +69,8 @@ Status DriveEngines(const HicacheContext& ctx, std::vector<std::unique_ptr<Engin
 }
 
 // Merges one call type of every engine into a row.
-Row MergeRow(const char* name, const HicacheContext& ctx,
-             std::vector<std::unique_ptr<Engine>>& engines, ThreadTally EngineTallies::*which) {
+Row MergeRow(const char* name, const HicacheContext& ctx, std::vector<EngineTallies*>& engines,
+             ThreadTally EngineTallies::*which) {
   Row row;
   row.workload = name;
   row.mode = ModeName(ctx.mode);
@@ -77,7 +78,7 @@ Row MergeRow(const char* name, const HicacheContext& ctx,
   row.threads = ctx.options->hicache.engines;
   std::vector<int64_t> all;
   for (auto& e : engines) {
-    ThreadTally& t = e->tallies().*which;
+    ThreadTally& t = e->*which;
     all.insert(all.end(), t.latency_ns.begin(), t.latency_ns.end());
     row.calls += t.calls;
     row.keys += t.keys;
@@ -142,25 +143,34 @@ Result<std::vector<Row>> RunHicache(const HicacheContext& ctx) {
   PagePattern pattern(o.hicache.page_bytes, seed);
   ConversationTable table(o.hicache, seed);
   HicacheCounters counters;
-  std::vector<std::unique_ptr<Engine>> engines;
-  for (int i = 0; i < o.hicache.engines; ++i) {
-    engines.push_back(std::make_unique<Engine>(i, ctx, table, pattern, counters));
-    KVPOOL_RETURN_IF_ERROR(engines.back()->Setup());
-  }
-  std::cout << fmt::format("[{}] hicache: {} engines serving {} conversations for {:g} s\n",
-                           ModeName(ctx.mode), o.hicache.engines, o.hicache.conversations,
-                           o.HicacheSeconds());
+  std::vector<std::unique_ptr<Engine>> engines;  // threads
+  std::vector<EngineTallies> process_tallies;    // processes
+  std::vector<EngineTallies*> tallies;
   double cpu_s = 0, wall_s = 0;
-  Status st = DriveEngines(ctx, engines, counters, cpu_s, wall_s);
-  for (auto& e : engines) e->Cleanup();
-  KVPOOL_RETURN_IF_ERROR(st);
+  std::cout << fmt::format("[{}] hicache: {} engine {} serving {} conversations for {:g} s\n",
+                           ModeName(ctx.mode), o.hicache.engines,
+                           o.hicache.processes ? "processes" : "threads", o.hicache.conversations,
+                           o.HicacheSeconds());
+  if (o.hicache.processes) {
+    KVPOOL_RETURN_IF_ERROR(RunEngineProcesses(ctx, process_tallies, counters, cpu_s, wall_s));
+    for (auto& t : process_tallies) tallies.push_back(&t);
+  } else {
+    for (int i = 0; i < o.hicache.engines; ++i) {
+      engines.push_back(std::make_unique<Engine>(i, ctx, table, pattern, counters));
+      KVPOOL_RETURN_IF_ERROR(engines.back()->Setup());
+    }
+    Status st = DriveEngines(ctx, engines, counters, cpu_s, wall_s);
+    for (auto& e : engines) e->Cleanup();
+    KVPOOL_RETURN_IF_ERROR(st);
+    for (auto& e : engines) tallies.push_back(&e->tallies());
+  }
 
   double side = 0;
-  for (auto& e : engines) side += e->tallies().get.side_cpu_s + e->tallies().put.side_cpu_s;
-  std::vector<Row> rows = {MergeRow("hicache", ctx, engines, &EngineTallies::turn),
-                           MergeRow("hicache-exists", ctx, engines, &EngineTallies::exists),
-                           MergeRow("hicache-get", ctx, engines, &EngineTallies::get),
-                           MergeRow("hicache-put", ctx, engines, &EngineTallies::put)};
+  for (auto* t : tallies) side += t->get.side_cpu_s + t->put.side_cpu_s;
+  std::vector<Row> rows = {MergeRow("hicache", ctx, tallies, &EngineTallies::turn),
+                           MergeRow("hicache-exists", ctx, tallies, &EngineTallies::exists),
+                           MergeRow("hicache-get", ctx, tallies, &EngineTallies::get),
+                           MergeRow("hicache-put", ctx, tallies, &EngineTallies::put)};
   rows[1].page_bytes = 0;  // exists moves no pages
   Row& turn = rows[0];
   turn.bytes = rows[2].bytes + rows[3].bytes;
