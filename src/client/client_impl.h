@@ -65,6 +65,10 @@ class ClientImpl : public Client {
   bool MasterReachable() const;
   // The data port of the contributed segment (0 when none).
   uint16_t SegmentPort() const;
+  // The counters of the contributed segment's data service (null when none).
+  const transfer::DataServiceCounters* DataCounters() const {
+    return host_ != nullptr ? &host_->counters() : nullptr;
+  }
 
   Status RegisterBuffer(void* ptr, size_t size) override;
   Status UnregisterBuffer(void* ptr) override;

@@ -118,4 +118,25 @@ void TextWriter::WriteGauge(std::string_view name, std::string_view help, double
   Sample(name, {}, value);
 }
 
+void ErrorCounts::Add(int32_t code) {
+  for (Slot& slot : slots_) {
+    int32_t seen = slot.code.load(std::memory_order_relaxed);
+    if (seen == 0 && slot.code.compare_exchange_strong(seen, code, std::memory_order_relaxed)) {
+      seen = code;
+    }
+    if (seen == code) {
+      slot.count.Add();
+      return;
+    }
+  }
+  slots_.back().count.Add();
+}
+
+uint64_t ErrorCounts::Count(int32_t code) const {
+  for (const Slot& slot : slots_) {
+    if (slot.code.load(std::memory_order_relaxed) == code) return slot.count.value();
+  }
+  return 0;
+}
+
 }  // namespace kvpool::metrics

@@ -54,6 +54,33 @@ class LatencyHistogram {
   std::atomic<uint64_t> sum_ns_{0};
 };
 
+// Counts per error code, lock-free: the first kSlots distinct codes each claim a slot; codes past
+// the last slot are counted in it as well (more distinct codes than that means a bug elsewhere).
+class ErrorCounts {
+ public:
+  static constexpr size_t kSlots = 48;
+
+  void Add(int32_t code);
+  // Times `code` was added (0 when it never was).
+  uint64_t Count(int32_t code) const;
+  // fn(code, count) for each code seen, in the order codes were first seen.
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    for (const Slot& slot : slots_) {
+      int32_t code = slot.code.load(std::memory_order_relaxed);
+      if (code == 0) break;  // slots are claimed in order
+      fn(code, slot.count.value());
+    }
+  }
+
+ private:
+  struct Slot {
+    std::atomic<int32_t> code{0};  // 0: unclaimed
+    Counter count;
+  };
+  std::array<Slot, kSlots> slots_;
+};
+
 // One label: name and (unescaped) value.
 using Label = std::pair<std::string_view, std::string_view>;
 using Labels = std::initializer_list<Label>;

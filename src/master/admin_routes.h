@@ -1,5 +1,5 @@
-// What the master's HTTP admin endpoints answer, free of any HTTP server (HttpAdmin wires these
-// to cpp-httplib; tests and the fuzzer call them directly).
+// What the master's HTTP admin endpoints answer, free of any HTTP server (common/http_server.h
+// serves them; tests and the fuzzer call them directly).
 //
 //   /health                          200 "OK"
 //   /metrics                         Prometheus text (MasterMetrics::Render)
@@ -22,20 +22,17 @@
 #include <string_view>
 #include <vector>
 
+#include "common/http_server.h"
 #include "master/master_core.h"
 #include "master/master_metrics.h"
 
 namespace kvpool::master {
 
-struct AdminResponse {
-  int status = 200;
-  std::string content_type = "application/json";
-  std::string body;
-};
+using AdminResponse = HttpResponse;
 
 class AdminRoutes {
  public:
-  using Params = std::multimap<std::string, std::string>;
+  using Params = HttpParams;
   using ClockFn = std::function<Clock::time_point()>;
 
   // Both must outlive the routes. `start_unix_seconds`: when the master started.

@@ -40,8 +40,13 @@ Master::Master(const MasterOptions& options)
       server_(std::make_unique<rpc::Server>(ServerOptionsOf(options), &service_)),
       routes_(&core_, &service_.metrics(), UnixNow()) {
   if (options.enable_http_admin) {
-    http_ = std::make_unique<HttpAdmin>(MetricsHostOf(options),
-                                        static_cast<uint16_t>(options.metrics_port), &routes_);
+    HttpHandlers handlers;
+    handlers.get = [this](std::string_view path, const HttpParams& params) {
+      return routes_.Get(path, params);
+    };
+    http_ = std::make_unique<HttpServer>("master http admin", MetricsHostOf(options),
+                                         static_cast<uint16_t>(options.metrics_port),
+                                         std::move(handlers));
   }
 }
 

@@ -8,9 +8,9 @@
 #include <mutex>
 #include <thread>
 
+#include "common/http_server.h"
 #include "kvpool/status.h"
 #include "master/admin_routes.h"
-#include "master/http_admin.h"
 #include "master/master_core.h"
 #include "master/master_options.h"
 #include "master/master_service.h"
@@ -53,7 +53,7 @@ class Master {
   MasterService service_;
   std::unique_ptr<rpc::Server> server_;
   AdminRoutes routes_;
-  std::unique_ptr<HttpAdmin> http_;  // null unless enable_http_admin
+  std::unique_ptr<HttpServer> http_;  // null unless enable_http_admin
   std::thread housekeeper_;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -42,28 +42,8 @@ MetricMethod MetricMethodOf(uint16_t rpc_method) {
 
 std::string_view MetricMethodName(MetricMethod m) { return kMethodNames[static_cast<size_t>(m)]; }
 
-void MasterMetrics::PerMethod::AddError(ErrorCode code) {
-  const auto c = static_cast<int32_t>(code);
-  for (ErrorSlot& slot : errors) {
-    int32_t seen = slot.code.load(std::memory_order_relaxed);
-    if (seen == 0 && slot.code.compare_exchange_strong(seen, c, std::memory_order_relaxed)) {
-      seen = c;
-    }
-    if (seen == c) {
-      slot.count.Add();
-      return;
-    }
-  }
-  errors.back().count.Add();  // more distinct codes than slots: lumped into the last one
-}
-
 uint64_t MasterMetrics::errors(MetricMethod m, ErrorCode code) const {
-  for (const ErrorSlot& slot : Of(m).errors) {
-    if (slot.code.load(std::memory_order_relaxed) == static_cast<int32_t>(code)) {
-      return slot.count.value();
-    }
-  }
-  return 0;
+  return Of(m).errors.Count(static_cast<int32_t>(code));
 }
 
 MasterMetrics::Call::Call(MasterMetrics* m, MetricMethod method)
@@ -76,7 +56,7 @@ void MasterMetrics::Call::Found(uint64_t n) {
   if (n > 0) m_->Of(method_).found.Add(n);
 }
 void MasterMetrics::Call::Error(ErrorCode code) {
-  if (code != ErrorCode::OK) m_->Of(method_).AddError(code);
+  if (code != ErrorCode::OK) m_->Of(method_).errors.Add(static_cast<int32_t>(code));
 }
 
 void MasterMetrics::Call::Outcomes(const rpc::PutStartReply& r) {
@@ -152,13 +132,10 @@ void MasterMetrics::RenderRequests(metrics::TextWriter& w) const {
   w.Family("kvpool_master_errors_total", "counter",
            "Errors by RPC method and code: refused requests plus per-key error codes.");
   for (size_t i = 0; i < kMetricMethods; ++i) {
-    for (const ErrorSlot& slot : methods_[i].errors) {
-      int32_t code = slot.code.load(std::memory_order_relaxed);
-      if (code == 0) break;  // slots are claimed in order
+    methods_[i].errors.ForEach([&](int32_t code, uint64_t count) {
       std::string name = ErrorCodeName(static_cast<ErrorCode>(code));
-      w.Sample("kvpool_master_errors_total", {{"method", kMethodNames[i]}, {"code", name}},
-               slot.count.value());
-    }
+      w.Sample("kvpool_master_errors_total", {{"method", kMethodNames[i]}, {"code", name}}, count);
+    });
   }
 
   w.Family("kvpool_master_request_duration_seconds", "histogram",

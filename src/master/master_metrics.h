@@ -61,10 +61,6 @@ struct PoolGauges {
 
 class MasterMetrics {
  public:
-  // Distinct error codes tracked per method (slots are claimed by the first error of each code;
-  // codes past the last slot are counted in it as well).
-  static constexpr size_t kCodeSlots = 48;
-
   // Accounts one request; Finish() (or the destructor) records its latency.
   class Call {
    public:
@@ -102,17 +98,12 @@ class MasterMetrics {
   uint64_t errors(MetricMethod m, ErrorCode code) const;
 
  private:
-  struct ErrorSlot {
-    std::atomic<int32_t> code{0};  // 0: unclaimed
-    metrics::Counter count;
-  };
   struct PerMethod {
     metrics::Counter requests;
     metrics::Counter keys;
     metrics::Counter found;
     metrics::LatencyHistogram latency;
-    std::array<ErrorSlot, kCodeSlots> errors;
-    void AddError(ErrorCode code);
+    metrics::ErrorCounts errors;
   };
   PerMethod& Of(MetricMethod m) { return methods_[static_cast<size_t>(m)]; }
   const PerMethod& Of(MetricMethod m) const { return methods_[static_cast<size_t>(m)]; }

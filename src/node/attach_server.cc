@@ -147,7 +147,14 @@ void AttachServer::ServeFrames(LocalConnection& conn) {
       r.set_server_name("kvpool node");
       reply = LocalReply::Of(r);
     } else {
+      auto start = std::chrono::steady_clock::now();
       reply = service_->Handle(conn, frame);
+      if (options_.metrics != nullptr) {
+        auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+        options_.metrics->RecordLocal(h.method, reply.code, static_cast<uint64_t>(ns));
+      }
     }
     frame.fds.clear();  // descriptors not taken by the service are closed here
     rpc::FrameHeader out;

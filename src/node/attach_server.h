@@ -20,6 +20,7 @@
 #include "common/time.h"
 #include "kvpool/status.h"
 #include "node/attach_service.h"
+#include "node/node_metrics.h"
 #include "rpc/unique_fd.h"
 
 namespace kvpool::node {
@@ -32,6 +33,7 @@ struct AttachServerOptions {
   Clock::duration frame_timeout = std::chrono::seconds(10);  // one frame, once it has started
   Clock::duration tick = std::chrono::milliseconds(200);     // stop / silence checks
   size_t max_connections = 1024;
+  NodeMetrics* metrics = nullptr;  // when set, every request is recorded there (must outlive)
 };
 
 class AttachServer {

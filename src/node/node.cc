@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <thread>
 
 #include "common/signals.h"
@@ -12,6 +13,8 @@ namespace kvpool::node {
 
 Result<std::unique_ptr<Node>> Node::Start(const NodeOptions& options) {
   std::unique_ptr<Node> node(new Node(options));
+  node->start_unix_seconds_ =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   ClientOptions co;
   co.master_server_address = options.master_server_address;
   co.local_hostname = options.host;
@@ -41,16 +44,42 @@ Result<std::unique_ptr<Node>> Node::Start(const NodeOptions& options) {
   node->local_socket_ = LocalSocketName(node->store_->SegmentPort());
   ao.socket_names.push_back(node->local_socket_);
   if (!options.local_socket_path.empty()) ao.socket_names.push_back(options.local_socket_path);
+  ao.metrics = &node->metrics_;
   node->attach_server_ = std::make_unique<AttachServer>(ao, node->attach_service_.get());
   KVPOOL_RETURN_IF_ERROR(node->attach_server_->Start());
+
+  if (options.enable_http_admin) {
+    Node* self = node.get();
+    node->admin_ = std::make_unique<NodeAdmin>(&node->metrics_, [self] { return self->Gauges(); });
+    HttpHandlers handlers;
+    handlers.get = [admin = node->admin_.get()](std::string_view path, const HttpParams& params) {
+      return admin->Get(path, params);
+    };
+    node->http_ = std::make_unique<HttpServer>("node http admin", options.bind_address,
+                                               static_cast<uint16_t>(options.metrics_port),
+                                               std::move(handlers));
+    KVPOOL_RETURN_IF_ERROR(node->http_->Start());
+  }
   return node;
 }
 
 Node::~Node() { Stop(); }
 
+NodeGauges Node::Gauges() const {
+  NodeGauges g;
+  g.segment_name = segment_name_;
+  g.segment_bytes = options_.segment_bytes;
+  g.master_reachable = store_->MasterReachable();
+  g.start_unix_seconds = start_unix_seconds_;
+  g.attach = attach_service_->NodeStatus();
+  g.data = store_->DataCounters();
+  return g;
+}
+
 void Node::Stop() {
   if (stopped_) return;
   stopped_ = true;
+  if (http_) http_->Stop();  // its handlers read the parts stopped below
   // Clients first: their in-flight calls finish before the store they use goes away.
   if (attach_server_) attach_server_->Stop();
   if (attach_service_) {
@@ -73,6 +102,10 @@ int RunNode(const NodeOptions& options) {
   }
   spdlog::info("kvpool node ready: segment={} master={} local={}", (*node)->segment_name(),
                options.master_server_address, (*node)->local_socket());
+  if ((*node)->http_port() != 0) {
+    spdlog::info("kvpool node http admin on {}:{} (/metrics /health /status)", options.bind_address,
+                 (*node)->http_port());
+  }
   int sig = WaitForTerminationSignal();
   spdlog::info("signal {} received: unmounting and stopping", sig);
   (*node)->Stop();

@@ -3,15 +3,19 @@
 // and keeps it mounted (re-mounting after a master restart). On top, the node serves standalone
 // clients on the same host over a Unix socket (AttachServer): they share their host memory with
 // the node and the node's store moves the bytes. Stop() ends the clients' sessions, unmounts
-// and stops serving.
+// and stops serving. With --enable_http_admin it serves /metrics, /health and /status over HTTP
+// (NodeAdmin).
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "client/client_impl.h"
+#include "common/http_server.h"
 #include "node/attach_server.h"
 #include "node/attach_service.h"
+#include "node/node_admin.h"
+#include "node/node_metrics.h"
 #include "node/node_options.h"
 
 namespace kvpool::node {
@@ -30,6 +34,10 @@ class Node {
   const std::string& segment_name() const { return segment_name_; }
   // Where standalone clients attach ("@kvpool_node_<port>.sock").
   const std::string& local_socket() const { return local_socket_; }
+  // The bound HTTP port of /metrics; 0 when enable_http_admin is false.
+  uint16_t http_port() const { return http_ != nullptr ? http_->port() : 0; }
+  // The node's state as /metrics and /status report it.
+  NodeGauges Gauges() const;
 
  private:
   explicit Node(const NodeOptions& options) : options_(options) {}
@@ -38,6 +46,10 @@ class Node {
   std::unique_ptr<client::ClientImpl> store_;
   std::unique_ptr<AttachService> attach_service_;
   std::unique_ptr<AttachServer> attach_server_;
+  NodeMetrics metrics_;
+  std::unique_ptr<NodeAdmin> admin_;
+  std::unique_ptr<HttpServer> http_;  // null unless enable_http_admin
+  double start_unix_seconds_ = 0;
   std::string local_socket_;
   std::string segment_name_;
   bool stopped_ = false;

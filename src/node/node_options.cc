@@ -42,6 +42,13 @@ void AddNodeFlags(CLI::App& app, NodeOptions& o) {
                  "Threads that copy one large batch of a standalone client (0: one per core, "
                  "at most 8; 1: no splitting)")
       ->capture_default_str();
+  app.add_option("--enable_http_admin", o.enable_http_admin,
+                 "Serve /metrics, /health and /status over HTTP (true/false)")
+      ->capture_default_str();
+  app.add_option("--metrics_port", o.metrics_port,
+                 "HTTP port of /metrics /health /status on --bind_address (0: any free port, "
+                 "logged at start)")
+      ->capture_default_str();
 }
 
 Status ValidateNodeOptions(NodeOptions& o) {
@@ -73,6 +80,12 @@ Status ValidateNodeOptions(NodeOptions& o) {
   KVPOOL_RETURN_IF_ERROR(range("--local_client_ttl_ms", o.local_client_ttl_ms, 100, 3600000));
   KVPOOL_RETURN_IF_ERROR(range("--transfer_timeout_ms", o.transfer_timeout_ms, 10, 3600000));
   KVPOOL_RETURN_IF_ERROR(range("--local_copy_threads", o.local_copy_threads, 0, 256));
+  KVPOOL_RETURN_IF_ERROR(range("--metrics_port", o.metrics_port, 0, 65535));
+  if (o.enable_http_admin && o.metrics_port != 0 && o.metrics_port == o.port) {
+    return Status(
+        ErrorCode::INVALID_PARAMS,
+        fmt::format("--metrics_port={} is the data port (--port); pick another", o.metrics_port));
+  }
   if (!o.local_socket_path.empty() && o.local_socket_path.size() > 107) {
     return Status(
         ErrorCode::INVALID_PARAMS,

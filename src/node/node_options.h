@@ -27,6 +27,10 @@ struct NodeOptions {
   int local_client_ttl_ms = 10000;  // --local_client_ttl_ms: drop a client silent this long
   int transfer_timeout_ms = 30000;  // --transfer_timeout_ms: deadline of one batch's transfers
   int local_copy_threads = 0;       // --local_copy_threads: cores one large batch uses (0: auto)
+  // HTTP /metrics, /health, /status. Port 0 (the default) picks a free port, logged at start and
+  // in /status: several nodes share a host, so no fixed default can be right for all.
+  bool enable_http_admin = true;  // --enable_http_admin
+  int metrics_port = 0;           // --metrics_port
 
   uint64_t segment_bytes = 0;  // filled by ValidateNodeOptions from global_segment_size
 };

@@ -14,6 +14,8 @@ asio::awaitable<rpc::Reply> DataService::Handle(const rpc::FrameHeader& header,
         Status(ErrorCode::NOT_SUPPORTED,
                fmt::format("method {} is not served by a storage node", header.method)));
   }
+  auto& received = header.method == rpc::WRITE ? counters_.writes : counters_.reads;
+  received.fetch_add(1, std::memory_order_relaxed);
   if (!req.ParseFromArray(meta.data(), static_cast<int>(meta.size()))) {
     ++counters_.requests_refused;
     co_return rpc::Reply::Error(Status(ErrorCode::INVALID_PARAMS, "unparsable DataRequest"));

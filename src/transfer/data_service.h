@@ -12,6 +12,8 @@
 namespace kvpool::transfer {
 
 struct DataServiceCounters {
+  std::atomic<uint64_t> writes{0};  // WRITE / READ requests received (refused ones included)
+  std::atomic<uint64_t> reads{0};
   std::atomic<uint64_t> bytes_written{0};
   std::atomic<uint64_t> bytes_read{0};
   std::atomic<uint64_t> requests_refused{0};

@@ -1,6 +1,6 @@
-// The master's HTTP admin endpoints against a real pool: /metrics moves as a known workload
-// dictates, the JSON endpoints describe what is stored, everything answers while a put/get loop
-// runs, and `kvpool top` / `kvpool stat --json` read them.
+// The master's and the node's HTTP admin endpoints against a real pool: /metrics moves as a known
+// workload dictates, the JSON endpoints describe what is stored, everything answers while a put/get
+// loop runs, and `kvpool top` / `kvpool stat --json` read them.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -22,11 +22,14 @@ constexpr size_t kPage = 64 << 10;
 
 class AdminTest : public ::testing::Test {
  protected:
-  AdminTest() : http_port_(FreePort()), pool_({"--metrics_port", std::to_string(http_port_)}) {}
+  AdminTest()
+      : http_port_(FreePort()),
+        node_http_port_(FreePort()),
+        pool_({"--metrics_port", std::to_string(http_port_)}) {}
 
   void SetUp() override {
     ASSERT_TRUE(WaitForPort(http_port_, std::chrono::seconds(10))) << pool_.master().Log();
-    pool_.AddNode("32MB");
+    pool_.AddNode("32MB", {"--metrics_port", std::to_string(node_http_port_)});
     client_ = pool_.NewClient();
     ASSERT_NE(client_, nullptr);
     buf_.assign(16 * kPage, 0);
@@ -36,9 +39,10 @@ class AdminTest : public ::testing::Test {
 
   std::string http_address() const { return "127.0.0.1:" + std::to_string(http_port_); }
 
-  // GET `path`; fails the test unless it answers `want`.
-  std::string Get(const std::string& path, int want = 200) {
-    httplib::Client c("127.0.0.1", http_port_);
+  // GET `path` (of the master, or of the server on `port`); fails the test unless it answers
+  // `want`.
+  std::string Get(const std::string& path, int want = 200, uint16_t port = 0) {
+    httplib::Client c("127.0.0.1", port != 0 ? port : http_port_);
     c.set_connection_timeout(5);
     c.set_read_timeout(5);
     auto r = c.Get(path);
@@ -49,17 +53,17 @@ class AdminTest : public ::testing::Test {
     EXPECT_EQ(r->status, want) << path << ": " << r->body;
     return r->body;
   }
-  json GetJson(const std::string& path, int want = 200) {
-    std::string body = Get(path, want);
+  json GetJson(const std::string& path, int want = 200, uint16_t port = 0) {
+    std::string body = Get(path, want, port);
     json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
     EXPECT_FALSE(j.is_discarded()) << path << ": " << body;
     return j;
   }
 
   // /metrics as name{labels} -> value ("name" alone when unlabelled; labels in sorted order).
-  std::map<std::string, double> Metrics() {
+  std::map<std::string, double> Metrics(uint16_t port = 0) {
     std::map<std::string, double> out;
-    for (const auto& s : tools::ParsePromText(Get("/metrics"))) {
+    for (const auto& s : tools::ParsePromText(Get("/metrics", 200, port))) {
       std::string id = s.name;
       if (!s.labels.empty()) {
         id += "{";
@@ -91,6 +95,7 @@ class AdminTest : public ::testing::Test {
   }
 
   uint16_t http_port_;
+  uint16_t node_http_port_;
   Pool pool_;
   std::unique_ptr<Client> client_;
   std::vector<char> buf_;
@@ -100,6 +105,36 @@ std::vector<std::string> Keys(const std::string& prefix, int n) {
   std::vector<std::string> keys;
   for (int i = 0; i < n; ++i) keys.push_back(prefix + std::to_string(i));
   return keys;
+}
+
+TEST_F(AdminTest, NodeMetricsMoveAsAKnownWorkloadDictates) {
+  EXPECT_EQ(Get("/health", 200, node_http_port_), "OK");
+  auto before = Metrics(node_http_port_);
+  const std::string seg = pool_.node_segment(0);
+  EXPECT_EQ(before["kvpool_node_info{segment=" + seg + "}"], 1);
+  EXPECT_EQ(before["kvpool_node_segment_capacity_bytes"], 32 << 20);
+  EXPECT_EQ(before["kvpool_node_master_reachable"], 1);
+
+  // The client contributes no segment: every byte crosses the node's TCP data port.
+  auto keys = Keys("node/", 6);
+  for (const Status& st : Put(keys)) ASSERT_TRUE(st.ok()) << st.ToString();
+  for (const auto& r : GetBack(keys)) ASSERT_TRUE(r.ok()) << r.status().ToString();
+
+  auto after = Metrics(node_http_port_);
+  auto delta = [&](const std::string& id) { return after[id] - before[id]; };
+  EXPECT_EQ(delta("kvpool_node_data_bytes_total{op=write}"), 6.0 * kPage);
+  EXPECT_EQ(delta("kvpool_node_data_bytes_total{op=read}"), 6.0 * kPage);
+  EXPECT_GE(delta("kvpool_node_data_requests_total{op=write}"), 1);
+  EXPECT_GE(delta("kvpool_node_data_requests_total{op=read}"), 1);
+  EXPECT_EQ(delta("kvpool_node_data_requests_refused_total"), 0);
+  EXPECT_EQ(after["kvpool_node_local_clients"], 0);
+
+  json status = GetJson("/status", 200, node_http_port_);
+  EXPECT_EQ(status["segment"], seg);
+  EXPECT_EQ(status["capacity_bytes"], 32 << 20);
+  EXPECT_GE(status["data"]["bytes_written"].get<double>(), 6.0 * kPage);
+  EXPECT_EQ(status["local_clients"]["attached"], 0);
+  Get("/nope", 404, node_http_port_);
 }
 
 TEST_F(AdminTest, MetricsMoveAsAKnownWorkloadDictates) {

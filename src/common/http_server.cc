@@ -1,4 +1,4 @@
-#include "master/http_admin.h"
+#include "common/http_server.h"
 
 #include <fmt/format.h>
 #include <httplib.h>
@@ -7,7 +7,7 @@
 
 #include <chrono>
 
-namespace kvpool::master {
+namespace kvpool {
 namespace {
 
 // Admin traffic is a scraper every few seconds and an operator now and then.
@@ -19,14 +19,14 @@ constexpr auto kStopWait = std::chrono::seconds(15);
 
 }  // namespace
 
-HttpAdmin::HttpAdmin(std::string host, uint16_t port, const AdminRoutes* routes)
-    : host_(std::move(host)), port_(port), routes_(routes) {}
+HttpServer::HttpServer(std::string name, std::string host, uint16_t port, HttpHandlers handlers)
+    : name_(std::move(name)), host_(std::move(host)), port_(port), handlers_(std::move(handlers)) {}
 
-HttpAdmin::~HttpAdmin() { Stop(); }
+HttpServer::~HttpServer() { Stop(); }
 
-Status HttpAdmin::Start() {
+Status HttpServer::Start() {
   if (server_ != nullptr) {
-    return Status(ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS, "http admin already started");
+    return Status(ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS, name_ + " already started");
   }
   auto server = std::make_unique<httplib::Server>();
   server->new_task_queue = [] { return new httplib::ThreadPool(kWorkerThreads); };
@@ -40,14 +40,25 @@ Status HttpAdmin::Start() {
   server->set_write_timeout(kSocketTimeoutSec, 0);
   server->set_keep_alive_timeout(kKeepAliveSec);
   server->set_payload_max_length(64 << 10);
-  const AdminRoutes* routes = routes_;
-  server->Get("/.*", [routes](const httplib::Request& req, httplib::Response& res) {
-    AdminResponse r = routes->Get(req.path, req.params);
-    res.status = r.status;
-    res.set_content(std::move(r.body), r.content_type.c_str());
-  });
+  auto serve = [](const HttpHandler& handler) {
+    return [&handler](const httplib::Request& req, httplib::Response& res) {
+      HttpParams params(req.params.begin(), req.params.end());
+      HttpResponse r = handler(req.path, params);
+      res.status = r.status;
+      res.set_content(std::move(r.body), r.content_type.c_str());
+    };
+  };
+  server->Get("/.*", serve(handlers_.get));
+  if (handlers_.post) {
+    server->Post("/.*", serve(handlers_.post));
+  } else {
+    server->Post("/.*", [](const httplib::Request&, httplib::Response& res) {
+      res.status = 405;
+      res.set_content("method not allowed\n", "text/plain");
+    });
+  }
   server->set_exception_handler(
-      [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+      [name = name_](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
         std::string what = "unknown exception";
         try {
           std::rethrow_exception(ep);
@@ -55,7 +66,7 @@ Status HttpAdmin::Start() {
           what = e.what();
         } catch (...) {
         }
-        spdlog::error("http admin path={} error={}", req.path, what);
+        spdlog::error("{} path={} error={}", name, req.path, what);
         res.status = 500;
         res.set_content("internal error: " + what + "\n", "text/plain");
       });
@@ -68,10 +79,10 @@ Status HttpAdmin::Start() {
   }
   if (port <= 0) {
     return Status(ErrorCode::RPC_FAIL,
-                  fmt::format("http admin cannot listen on {}:{} (port taken, or not an address "
+                  fmt::format("{} cannot listen on {}:{} (port taken, or not an address "
                               "of this machine); pass another --metrics_port (0: any free port) "
                               "or --enable_http_admin=false",
-                              host_, port_));
+                              name_, host_, port_));
   }
   bound_port_ = static_cast<uint16_t>(port);
   server_ = std::move(server);
@@ -83,7 +94,7 @@ Status HttpAdmin::Start() {
   return Status::Ok();
 }
 
-void HttpAdmin::Stop() {
+void HttpServer::Stop() {
   if (server_ == nullptr) return;
   // stop() takes effect only once the accept loop runs (it may not have started yet), and must
   // be called once: wait for it to run, or for the loop to have ended on its own.
@@ -99,4 +110,4 @@ void HttpAdmin::Stop() {
   server_.reset();
 }
 
-}  // namespace kvpool::master
+}  // namespace kvpool
