@@ -56,6 +56,11 @@ struct ClientOptions {
   // Fault the contributed segment's memory in at Setup (about 0.3 s per GiB) instead of on the
   // first put into each page, whose page faults otherwise cost as much as the copy itself.
   bool prefault_segment = false;
+  // Gets recompute each object's XXH3-64 over the bytes received and compare it with the one
+  // its writer recorded at put end. A mismatch is reported as CHECKSUM_MISMATCH for that key
+  // (after trying its other replicas); its buffer then holds no valid data. Off by default:
+  // it costs one pass over the bytes (~10+ GB/s per core). Puts always record the checksum.
+  bool verify_checksum = false;
 };
 
 // Standalone mode: the process attaches to a `kvpool node` on the same host instead of talking
@@ -81,6 +86,8 @@ struct StandaloneOptions {
   std::chrono::milliseconds transfer_timeout{30000};
   // Liveness ping period to the node; the node drops a client silent for 10 s.
   std::chrono::milliseconds heartbeat_interval{1000};
+  // As ClientOptions::verify_checksum; the node does the check. Off by default.
+  bool verify_checksum = false;
 };
 
 // How to place the replicas of objects being put.
@@ -156,7 +163,9 @@ class Client {
   // not written past what the error says (BUFFER_OVERFLOW: untouched).
   // Errors: OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY (still being written), BUFFER_OVERFLOW
   // (size < object size), INVALID_PARAMS, LEASE_EXPIRED (the transfer outlived its lease; the
-  // bytes may be stale), TRANSFER_FAIL, RPC_FAIL, RPC_TIMEOUT.
+  // bytes may be stale), CHECKSUM_MISMATCH (verify_checksum on: no replica's bytes matched the
+  // recorded checksum; the destination holds no valid data), TRANSFER_FAIL, RPC_FAIL,
+  // RPC_TIMEOUT. A replica whose transfer fails is retried from the object's next replica.
   virtual Result<uint64_t> GetInto(const std::string& key, void* ptr, size_t size) = 0;
 
   // Batch forms: one result per key, in order. A vector length mismatch fails every key with

@@ -56,8 +56,9 @@ ENV_VARS: Dict[str, str] = {
     "tenant_id": "MOONCAKE_TENANT_ID",
     "standalone_allocator_mismatch": "KVPOOL_STANDALONE_ALLOCATOR_MISMATCH",
     "local_buffer_size": LOCAL_BUFFER_ENV,
+    "verify_checksum": "KVPOOL_VERIFY_CHECKSUM",
 }
-KVPOOL_ONLY_FIELDS = ("standalone_allocator_mismatch", "local_buffer_size")
+KVPOOL_ONLY_FIELDS = ("standalone_allocator_mismatch", "local_buffer_size", "verify_checksum")
 
 # Keys SGLang itself puts in extra_config: not ours, never warned about.
 _SGLANG_EXTRA_KEYS = {
@@ -87,6 +88,8 @@ class KVPoolStoreConfig:
     standalone_allocator_mismatch: str = "error"
     # kvpool: the staging buffer shared with the node (standalone copying path).
     local_buffer_size: int = 16 * 1024**2
+    # kvpool: gets check each page's XXH3 checksum (CHECKSUM_MISMATCH instead of bad bytes).
+    verify_checksum: bool = False
     # Where the values came from: "extra_config", "file:<path>" or "env" (for messages).
     source: str = "defaults"
 
@@ -170,7 +173,8 @@ class KVPoolStoreConfig:
         self.global_segment_size = _size(self.global_segment_size, "global_segment_size",
                                          self.source)
         self.local_buffer_size = _size(self.local_buffer_size, "local_buffer_size", self.source)
-        for name in ("check_server", "standalone_storage", "enable_ssd_offload"):
+        for name in ("check_server", "standalone_storage", "enable_ssd_offload",
+                     "verify_checksum"):
             setattr(self, name, _bool(getattr(self, name), name, self.source))
         self.master_metrics_port = _port(self.master_metrics_port, "master_metrics_port",
                                          self.source)

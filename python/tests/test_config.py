@@ -53,6 +53,16 @@ def test_env_source_reads_every_variable(clean_env, tmp_path):
          False, "/ssd", "default", "copy", 32 << 20)
 
 
+def test_verify_checksum_from_env_and_extra_config(clean_env):
+    clean_env.setenv("MOONCAKE_MASTER", "m:1")
+    assert load().verify_checksum is False
+    clean_env.setenv("KVPOOL_VERIFY_CHECKSUM", "true")
+    assert load().verify_checksum is True
+    clean_env.delenv("KVPOOL_VERIFY_CHECKSUM")
+    assert load({"verify_checksum": True}).verify_checksum is True
+    assert load({"master_server_address": "x:1", "verify_checksum": "1"}).verify_checksum is True
+
+
 def test_env_legacy_local_hostname(clean_env):
     clean_env.setenv("MOONCAKE_MASTER", "m:1")
     clean_env.setenv("LOCAL_HOSTNAME", "legacy-host")

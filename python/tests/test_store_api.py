@@ -175,6 +175,20 @@ def test_setup_with_dict(pool):
     s.close()
 
 
+def test_setup_with_verify_checksum(pool, uid):
+    s = KVPoolStore()
+    assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 0, "tcp", "", pool.master_address,
+                   verify_checksum=True) == OK, kvpool.last_error()
+    assert s.put(f"{uid}-v", b"checked bytes") == OK
+    assert s.get(f"{uid}-v") == b"checked bytes"
+    s.close()
+    d = KVPoolStore()
+    assert d.setup({"master_server_addr": pool.master_address, "verify_checksum": True}) == OK, \
+        kvpool.last_error()
+    assert d.get(f"{uid}-v") == b"checked bytes"
+    d.close()
+
+
 @pytest.mark.parametrize("config, needle", [
     ({"master_server_addr": "x:1", "global_segment_size": "50%"}, "global_segment_size"),
     ({"master_server_addr": "x:1", "globl_segment_size": 1}, "unknown key 'globl_segment_size'"),

@@ -213,16 +213,17 @@ std::vector<Result<uint64_t>> ClientImpl::BatchGetIntoMultiBuffers(
 std::vector<Result<uint64_t>> ClientImpl::GetMulti(const std::vector<std::string>& keys,
                                                    const std::vector<std::vector<void*>>& ptrs,
                                                    const std::vector<std::vector<size_t>>& sizes,
-                                                   Deadline limit) {
+                                                   Deadline limit, bool verify_checksum) {
   std::vector<Status> errors;
   auto dests = ToBuffers(buffers_, keys, ptrs, sizes, errors);
   return GetBatch(
-      keys, errors, [&dests](size_t i, uint64_t) { return dests[i]; }, limit);
+      keys, errors, [&dests](size_t i, uint64_t) { return dests[i]; }, limit, verify_checksum);
 }
 
 std::vector<Result<uint64_t>> ClientImpl::GetWithDest(const std::vector<std::string>& keys,
-                                                      const DestFor& dest_for, Deadline limit) {
-  return GetBatch(keys, std::vector<Status>(keys.size()), dest_for, limit);
+                                                      const DestFor& dest_for, Deadline limit,
+                                                      bool verify_checksum) {
+  return GetBatch(keys, std::vector<Status>(keys.size()), dest_for, limit, verify_checksum);
 }
 
 bool ClientImpl::MasterReachable() const {

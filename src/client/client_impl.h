@@ -53,14 +53,17 @@ class ClientImpl : public Client {
                                const std::vector<std::vector<size_t>>& sizes,
                                const ReplicateConfig& config, bool upsert, Deadline limit);
   // Like BatchGetIntoMultiBuffers, with every wait also bounded by `limit`.
+  // `verify_checksum` checks each object's bytes as ClientOptions::verify_checksum does (either
+  // one turns the check on).
   std::vector<Result<uint64_t>> GetMulti(const std::vector<std::string>& keys,
                                          const std::vector<std::vector<void*>>& ptrs,
                                          const std::vector<std::vector<size_t>>& sizes,
-                                         Deadline limit);
+                                         Deadline limit, bool verify_checksum = false);
   // A get whose destinations are chosen once sizes are known (`dest_for`, called on this
-  // thread); the memory need not be registered: the caller vouches for it.
+  // thread, at most once per key); the memory need not be registered: the caller vouches for it.
   std::vector<Result<uint64_t>> GetWithDest(const std::vector<std::string>& keys,
-                                            const DestFor& dest_for, Deadline limit);
+                                            const DestFor& dest_for, Deadline limit,
+                                            bool verify_checksum = false);
   // True while the master answers the heartbeat.
   bool MasterReachable() const;
   // The data port of the contributed segment (0 when none).
@@ -115,10 +118,12 @@ class ClientImpl : public Client {
                                const std::vector<Buffers>& sources, const ReplicateConfig& config,
                                bool upsert, Deadline limit);
   // get_path.cc
-  // Keys whose `pre` status is not OK are skipped (their result is that status).
+  // Keys whose `pre` status is not OK are skipped (their result is that status). Each key is
+  // read from its nearest replica and, when that read fails (or its checksum does not match,
+  // with `verify` or options_.verify_checksum), from the next one, within `limit`.
   std::vector<Result<uint64_t>> GetBatch(const std::vector<std::string>& keys,
                                          const std::vector<Status>& pre, const DestFor& dest_for,
-                                         Deadline limit);
+                                         Deadline limit, bool verify = false);
 
   // The transport that reaches `segment_name`: memcpy for our own segment, TCP otherwise.
   transfer::Transport& TransportFor(const std::string& segment_name);

@@ -1,27 +1,88 @@
 // Batch get: one GET_REPLICA_LIST for the batch (it grants a read lease), one READ per segment,
-// then a check that the transfer finished inside the lease.
+// a checksum check when asked, a retry of each failed key from its next replica, then a check
+// that the transfer finished inside the lease.
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "client/client_impl.h"
+#include "client/replica_order.h"
 #include "client/transfer_plan.h"
+#include "common/checksum.h"
 #include "common/keys.h"
 
 namespace kvpool::client {
 namespace {
 
-// The replica to read: our own segment first (memcpy), else the first one listed.
-const rpc::Replica& PickReplica(const rpc::ObjectLocation& loc, const std::string& own_segment) {
-  for (const auto& r : loc.replicas()) {
-    if (!own_segment.empty() && r.segment_name() == own_segment) return r;
+// One key being read: where its bytes go and the replicas still to try, best first.
+struct KeyRead {
+  size_t index = 0;
+  Buffers dest;  // exactly the object's size
+  uint64_t checksum = 0;
+  std::vector<const rpc::Replica*> order;
+  size_t next = 0;  // order[next] is the replica of the current attempt
+};
+
+// The deadline of one attempt: all the time left when no key has another replica to try, else
+// half of it, so a hung node cannot eat the time its fallback needs.
+Deadline AttemptDeadline(Deadline final_deadline, bool fallback_left) {
+  if (!fallback_left) return final_deadline;
+  const Deadline now = Clock::now();
+  if (final_deadline <= now) return final_deadline;
+  return now + (final_deadline - now) / 2;
+}
+
+// CHECKSUM_MISMATCH unless the bytes now in `read.dest` hash to the recorded checksum.
+Status Verify(const std::string& key, const KeyRead& read) {
+  if (read.checksum == 0) return Status::Ok();  // none recorded (written by an older client)
+  const uint64_t got = ChecksumOf(read.dest);
+  if (got == read.checksum) return Status::Ok();
+  const rpc::Replica& r = *read.order[read.next];
+  return Status(ErrorCode::CHECKSUM_MISMATCH,
+                fmt::format("key={}: bytes read from segment {} offset {} hash to {:016x}, the "
+                            "object's checksum is {:016x}",
+                            key, r.segment_name(), r.offset(), got, read.checksum));
+}
+
+// Reads every key from its current replica, one data request per segment; a key whose read
+// fails (transfer error, or checksum mismatch) moves to its next replica and is read again in
+// the next round, while the deadline allows. A key's final status is its last attempt's.
+template <typename TransportFor>
+void ReadWithFallback(const std::vector<std::string>& keys, std::vector<KeyRead>& reads,
+                      Deadline deadline, TaskPool* workers, TransportFor&& transport_for,
+                      std::vector<Status>& status) {
+  std::vector<KeyRead*> round;
+  for (KeyRead& r : reads) round.push_back(&r);
+  while (!round.empty()) {
+    TransferPlan plan(workers);
+    bool fallback_left = false;
+    for (KeyRead* r : round) {
+      status[r->index] = plan.Add(r->index, *r->order[r->next], r->dest);
+      fallback_left = fallback_left || r->next + 1 < r->order.size();
+    }
+    plan.Run(/*write=*/false, transport_for, AttemptDeadline(deadline, fallback_left), status);
+    std::vector<KeyRead*> again;
+    for (KeyRead* r : round) {
+      Status& st = status[r->index];
+      if (st.ok()) st = Verify(keys[r->index], *r);
+      if (st.ok()) continue;
+      if (r->next + 1 < r->order.size() && Clock::now() < deadline) {
+        spdlog::debug("key={} read from segment {} failed, trying the next replica: error={}",
+                      keys[r->index], r->order[r->next]->segment_name(), st.ToString());
+        ++r->next;
+        again.push_back(r);
+      }
+    }
+    round = std::move(again);
   }
-  return loc.replicas(0);
 }
 
 }  // namespace
 
 std::vector<Result<uint64_t>> ClientImpl::GetBatch(const std::vector<std::string>& keys,
                                                    const std::vector<Status>& pre,
-                                                   const DestFor& dest_for, Deadline limit) {
+                                                   const DestFor& dest_for, Deadline limit,
+                                                   bool verify) {
+  verify = verify || options_.verify_checksum;
   std::vector<Status> status(keys.size());
   std::vector<Result<uint64_t>> results(keys.size(), Status(ErrorCode::INTERNAL_ERROR, ""));
   auto fail_all = [&](const Status& st) { return std::vector<Result<uint64_t>>(keys.size(), st); };
@@ -47,9 +108,9 @@ std::vector<Result<uint64_t>> ClientImpl::GetBatch(const std::vector<std::string
     }
   }
 
-  TransferPlan plan(&transfer_workers_);
+  std::vector<KeyRead> reads;
   std::vector<uint64_t> sizes(keys.size(), 0);
-  const std::string own = SegmentName();
+  const ReplicaOrder order(SegmentName(), options_.local_hostname);
   for (size_t k = 0; k < sent.size(); ++k) {
     size_t i = sent[k];
     const rpc::ObjectLocation& loc = located->objects(static_cast<int>(k));
@@ -74,11 +135,12 @@ std::vector<Result<uint64_t>> ClientImpl::GetBatch(const std::vector<std::string
       continue;
     }
     sizes[i] = loc.size();
-    status[i] = plan.Add(i, PickReplica(loc, own), Prefix(dest, loc.size()));
+    reads.push_back(
+        KeyRead{i, Prefix(dest, loc.size()), verify ? loc.checksum() : 0, order.Sorted(loc), 0});
   }
-  plan.Run(/*write=*/false,
-           [this](const std::string& s) -> transfer::Transport& { return TransportFor(s); },
-           TransferDeadline(limit), status);
+  ReadWithFallback(
+      keys, reads, TransferDeadline(limit), &transfer_workers_,
+      [this](const std::string& s) -> transfer::Transport& { return TransportFor(s); }, status);
 
   const bool lease_expired =
       !sent.empty() && Clock::now() > asked + Millis(located->lease_ttl_ms());

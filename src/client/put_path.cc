@@ -6,6 +6,7 @@
 #include "client/client_impl.h"
 #include "client/replicate_config_proto.h"
 #include "client/transfer_plan.h"
+#include "common/checksum.h"
 #include "common/keys.h"
 
 namespace kvpool::client {
@@ -41,7 +42,8 @@ std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
   }
   if (sent.empty()) return results;
 
-  auto started = master_->PutStart(items, ToProto(config), upsert, RpcDeadline(limit));
+  auto started = master_->PutStart(items, ToProto(config), upsert, RpcDeadline(limit),
+                                   options_.local_hostname);
   if (started.ok() && started->results_size() != static_cast<int>(sent.size())) {
     started = Status(ErrorCode::INTERNAL_ERROR, "master answered PUT_START for another batch");
   }
@@ -75,17 +77,19 @@ std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
            TransferDeadline(limit), results);
 
   std::vector<std::string> commit_keys, revoke_keys;
+  std::vector<uint64_t> commit_checksums;  // recorded by the master, checked by readers
   std::vector<size_t> committed;
   for (size_t i : written) {
     if (results[i].ok()) {
       commit_keys.push_back(keys[i]);
+      commit_checksums.push_back(ChecksumOf(sources[i]));
       committed.push_back(i);
     } else {
       revoke_keys.push_back(keys[i]);
       spdlog::debug("key={} put failed, revoking: error={}", keys[i], results[i].ToString());
     }
   }
-  auto ended = master_->PutEnd(commit_keys, revoke_keys, RpcDeadline(limit));
+  auto ended = master_->PutEnd(commit_keys, commit_checksums, revoke_keys, RpcDeadline(limit));
   if (!ended.ok()) {
     // Not committed: invisible to readers; the master reclaims the reservations.
     for (size_t i : committed) results[i] = ended.status();

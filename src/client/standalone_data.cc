@@ -67,6 +67,7 @@ void StandaloneClient::SendPut(rpc::LocalPut& req, const std::vector<size_t>& se
 Status StandaloneClient::SendGet(rpc::LocalGet& req, rpc::LocalGetReply* reply) {
   const Deadline d = DataDeadline();
   req.set_deadline_ns(ToNanos(d));
+  req.set_verify_checksum(options_.verify_checksum);
   KVPOOL_RETURN_IF_ERROR(link_->Data(rpc::LOCAL_GET, req, reply, WaitDeadline(d)));
   const int n = req.objects_size();
   if (reply->codes_size() != n || reply->messages_size() != n || reply->sizes_size() != n) {

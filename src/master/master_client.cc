@@ -60,9 +60,10 @@ Status MasterClient::UnmountSegment(std::string_view segment_name, Deadline dead
 
 Result<rpc::PutStartReply> MasterClient::PutStart(std::span<const PutItem> items,
                                                   const rpc::ReplicateConfig& config, bool upsert,
-                                                  Deadline deadline) {
+                                                  Deadline deadline, std::string_view client_host) {
   rpc::PutStart req;
   req.set_client_id(client_id_);
+  req.set_client_host(std::string(client_host));
   req.mutable_items()->Reserve(static_cast<int>(items.size()));
   for (const PutItem& item : items) {
     rpc::PutItem* p = req.add_items();
@@ -75,11 +76,13 @@ Result<rpc::PutStartReply> MasterClient::PutStart(std::span<const PutItem> items
 }
 
 Result<rpc::CodesReply> MasterClient::PutEnd(std::span<const std::string> commit_keys,
+                                             std::span<const uint64_t> commit_checksums,
                                              std::span<const std::string> revoke_keys,
                                              Deadline deadline) {
   rpc::PutEnd req;
   req.set_client_id(client_id_);
   for (const std::string& k : commit_keys) req.add_commit_keys(k);
+  for (uint64_t c : commit_checksums) req.add_commit_checksums(c);
   for (const std::string& k : revoke_keys) req.add_revoke_keys(k);
   return CallFor<rpc::CodesReply>(rpc::PUT_END, req, deadline);
 }

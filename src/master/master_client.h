@@ -47,12 +47,15 @@ class MasterClient {
   // Errors: SEGMENT_NOT_FOUND; ILLEGAL_CLIENT.
   Status UnmountSegment(std::string_view segment_name, Deadline deadline);
 
-  // One result per item, same order.
+  // One result per item, same order. `client_host`: the writer's host, for same-host
+  // placement ("" unknown).
   Result<rpc::PutStartReply> PutStart(std::span<const PutItem> items,
                                       const rpc::ReplicateConfig& config, bool upsert,
-                                      Deadline deadline);
-  // Codes for `commit_keys` then `revoke_keys`, in order.
+                                      Deadline deadline, std::string_view client_host = {});
+  // Codes for `commit_keys` then `revoke_keys`, in order. `commit_checksums` is empty or
+  // parallel to `commit_keys` (each object's XXH3-64).
   Result<rpc::CodesReply> PutEnd(std::span<const std::string> commit_keys,
+                                 std::span<const uint64_t> commit_checksums,
                                  std::span<const std::string> revoke_keys, Deadline deadline);
   // One location per key; `no_lease` takes no read lease (size queries).
   Result<rpc::GetReplicaListReply> GetReplicaList(std::span<const std::string> keys, bool no_lease,

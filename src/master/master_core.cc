@@ -16,6 +16,12 @@ int64_t Nanos(Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
 }
 
+// ValidateMasterOptions has checked the name; an unchecked one falls back to random.
+PlacementStrategy StrategyOf(const MasterOptions& o) {
+  auto s = ParsePlacementStrategy(o.placement_strategy);
+  return s.ok() ? *s : PlacementStrategy::kRandom;
+}
+
 uint64_t RandomEpoch() {
   std::random_device rd;
   uint64_t e = 0;
@@ -43,6 +49,8 @@ struct MasterCore::PutContext {
   int64_t now_ns;
   uint64_t largest_segment;
   std::vector<std::string_view> preferred;
+  std::string_view client_host;
+  bool prefer_same_host;
 };
 
 MasterCore::MasterCore(const MasterOptions& options, uint64_t epoch)
@@ -51,6 +59,7 @@ MasterCore::MasterCore(const MasterOptions& options, uint64_t epoch)
       lease_ns_(Nanos(options.default_kv_lease_ttl)),
       discard_ns_(Nanos(options.put_start_discard_timeout_sec)),
       release_ns_(Nanos(options.put_start_release_timeout_sec)),
+      strategy_(StrategyOf(options)),
       registry_(options.allocation_alignment),
       evictor_(&table_, &registry_) {}
 
@@ -121,7 +130,9 @@ Result<rpc::PutStartReply> MasterCore::PutStart(const rpc::PutStart& req, TimePo
                  req.upsert(),
                  ToNanos(now),
                  registry_.Usage().largest_segment,
-                 {cfg.preferred_segments().begin(), cfg.preferred_segments().end()}};
+                 {cfg.preferred_segments().begin(), cfg.preferred_segments().end()},
+                 req.client_host(),
+                 cfg.prefer_alloc_in_same_node()};
   rpc::PutStartReply reply;
   reply.mutable_results()->Reserve(req.items_size());
   bool may_evict = true;
@@ -225,7 +236,12 @@ bool MasterCore::TryPlace(ObjectTable::Shard& shard, const rpc::PutItem& item,
                           item.key(), item.size(), ctx.largest_segment));
     return true;
   }
-  std::vector<Placement> placed = registry_.Allocate(item.size(), ctx.replica_num, ctx.preferred);
+  PlacementRequest request;
+  request.preferred = ctx.preferred;
+  request.strategy = strategy_;
+  request.client_host = ctx.client_host;
+  request.prefer_same_host = ctx.prefer_same_host;
+  std::vector<Placement> placed = registry_.AllocateReplicas(item.size(), ctx.replica_num, request);
   if (placed.empty()) return false;
   std::vector<ReplicaRef> refs;
   refs.reserve(placed.size());
@@ -254,9 +270,11 @@ Result<rpc::CodesReply> MasterCore::PutEnd(const rpc::PutEnd& req, TimePoint now
   uint32_t writer = clients_.Touch(req.client_id(), now, false).handle;
   int64_t now_ns = ToNanos(now);
   rpc::CodesReply reply;
-  for (const std::string& key : req.commit_keys()) {
+  for (int i = 0; i < req.commit_keys_size(); ++i) {
+    const std::string& key = req.commit_keys(i);
+    uint64_t checksum = i < req.commit_checksums_size() ? req.commit_checksums(i) : 0;
     std::string msg;
-    ErrorCode code = Commit(key, writer, now_ns, &msg);
+    ErrorCode code = Commit(key, writer, checksum, now_ns, &msg);
     AddCode(&reply, code, std::move(msg));
   }
   for (const std::string& key : req.revoke_keys()) {
@@ -267,8 +285,8 @@ Result<rpc::CodesReply> MasterCore::PutEnd(const rpc::PutEnd& req, TimePoint now
   return reply;
 }
 
-ErrorCode MasterCore::Commit(std::string_view key, uint32_t writer, int64_t now_ns,
-                             std::string* msg) {
+ErrorCode MasterCore::Commit(std::string_view key, uint32_t writer, uint64_t checksum,
+                             int64_t now_ns, std::string* msg) {
   Status st = ValidateKey(key);
   if (!st.ok()) {
     *msg = st.message();
@@ -285,6 +303,7 @@ ErrorCode MasterCore::Commit(std::string_view key, uint32_t writer, int64_t now_
     return ErrorCode::ILLEGAL_CLIENT;
   }
   if (obj->pending()) {
+    obj->checksum = checksum;
     shard->MarkComplete(obj);
     obj->last_access_ns = now_ns;
   }
@@ -355,6 +374,7 @@ rpc::GetReplicaListReply MasterCore::GetReplicaList(const rpc::KeysRequest& req,
       continue;
     }
     loc->set_size(obj->size);
+    loc->set_checksum(obj->checksum);
     if (!req.no_lease()) {
       obj->stamp_ns = std::max(obj->stamp_ns, now_ns + lease_ns_);
       obj->last_access_ns = now_ns;

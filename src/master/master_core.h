@@ -99,11 +99,12 @@ class MasterCore {
   Status UnmountSegment(const rpc::UnmountSegment& req, TimePoint now);
 
   // Reserves space for each item; one result per item. Per item:
-  //   OK with replicas: up to replica_num on distinct segments, preferred ones first (best
-  //     effort: at least one placed). A pending object older than put_start_discard_timeout is
-  //     taken over; its old space is freed at its put start + put_start_release_timeout.
-  //     With upsert, an unleased complete object's replicas are freed first (if the new
-  //     allocation then fails, the key is gone).
+  //   OK with replicas: up to replica_num on distinct segments, preferred ones first, then
+  //     (on the writer's host first with prefer_alloc_in_same_node) in the order of
+  //     options.placement_strategy (best effort: at least one placed). A pending object older than
+  //     put_start_discard_timeout is taken over; its old space is freed at its put start +
+  //     put_start_release_timeout. With upsert, an unleased complete object's replicas are freed
+  //     first (if the new allocation then fails, the key is gone).
   //   OK with already_exists (nothing to write): a complete object, or a pending one younger
   //     than put_start_discard_timeout (another put is writing it).
   //   INVALID_KEY; INVALID_PARAMS (size 0).
@@ -112,15 +113,16 @@ class MasterCore {
   //     for it); or no room even after one eviction round.
   // Request errors: INVALID_PARAMS (empty client_id, replica_num above kMaxReplicas).
   Result<rpc::PutStartReply> PutStart(const rpc::PutStart& req, TimePoint now);
-  // Codes for commit_keys, then for revoke_keys, in order. Commit: OK (also when already
-  // complete and written by this client); OBJECT_NOT_FOUND; ILLEGAL_CLIENT (another client's
-  // put, e.g. after a takeover); INVALID_KEY. Revoke frees the reservation now: OK;
+  // Codes for commit_keys, then for revoke_keys, in order. A commit records the object's
+  // checksum (commit_checksums[i], 0 when absent), which GetReplicaList returns. Commit: OK (also
+  // when already complete and written by this client); OBJECT_NOT_FOUND; ILLEGAL_CLIENT (another
+  // client's put, e.g. after a takeover); INVALID_KEY. Revoke frees the reservation now: OK;
   // OBJECT_NOT_FOUND; ILLEGAL_CLIENT; INVALID_WRITE (already complete: use Remove); INVALID_KEY.
   // Request errors: INVALID_PARAMS (empty client_id).
   Result<rpc::CodesReply> PutEnd(const rpc::PutEnd& req, TimePoint now);
 
-  // Per key: OK with size and replicas, and (unless no_lease) a lease until now + the lease
-  // TTL; REPLICA_IS_NOT_READY (pending); OBJECT_NOT_FOUND; REPLICA_IS_GONE (its segments were
+  // Per key: OK with size, checksum and replicas, and (unless no_lease) a lease until now + the
+  // lease TTL; REPLICA_IS_NOT_READY (pending); OBJECT_NOT_FOUND; REPLICA_IS_GONE (its segments were
   // just unmounted); INVALID_KEY.
   rpc::GetReplicaListReply GetReplicaList(const rpc::KeysRequest& req, TimePoint now);
   // Per key: 1 complete, 0 absent or pending, INVALID_KEY.
@@ -174,7 +176,8 @@ class MasterCore {
                        rpc::PutStartResult* out);
   bool TryPlace(ObjectTable::Shard& shard, const rpc::PutItem& item, const PutContext& ctx,
                 rpc::PutStartResult* out);
-  ErrorCode Commit(std::string_view key, uint32_t writer, int64_t now_ns, std::string* msg);
+  ErrorCode Commit(std::string_view key, uint32_t writer, uint64_t checksum, int64_t now_ns,
+                   std::string* msg);
   ErrorCode Revoke(std::string_view key, uint32_t writer, std::string* msg);
   ErrorCode RemoveOne(std::string_view key, bool force, int64_t now_ns, std::string* msg);
   void FreeReplicas(const Object& o);
@@ -196,6 +199,7 @@ class MasterCore {
   const MasterOptions options_;
   const uint64_t epoch_;
   const int64_t lease_ns_, discard_ns_, release_ns_;
+  const PlacementStrategy strategy_;
   ClientRegistry clients_;
   SegmentRegistry registry_;
   ObjectTable table_;

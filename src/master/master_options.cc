@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "common/units.h"
+#include "master/placement.h"
 
 namespace kvpool::master {
 namespace {
@@ -59,6 +60,9 @@ void AddMasterFlags(CLI::App& app, MasterOptions& o) {
       ->capture_default_str();
   app.add_option("--metrics_host", o.metrics_host,
                  "address the HTTP admin server binds (default: --rpc_host)");
+  app.add_option("--placement_strategy", o.placement_strategy,
+                 "where replicas go: random, free_ratio_first or local_first")
+      ->capture_default_str();
   app.add_option("--log_level", o.log_level, "trace, debug, info, warn, error, critical, off")
       ->capture_default_str();
   app.set_config("--config", "", "INI or TOML file with the same option names");
@@ -116,6 +120,10 @@ Status ValidateMasterOptions(const MasterOptions& o) {
   for (auto l : kLevels) level_ok = level_ok || l == o.log_level;
   if (!level_ok) {
     return Bad("log_level", o.log_level, "trace, debug, info, warn, error, critical or off");
+  }
+  if (!ParsePlacementStrategy(o.placement_strategy).ok()) {
+    return Bad("placement_strategy", o.placement_strategy,
+               "random, free_ratio_first or local_first");
   }
   if (o.housekeeping_interval <= Clock::duration::zero()) {
     return Status(ErrorCode::INVALID_PARAMS, "housekeeping_interval must be positive");

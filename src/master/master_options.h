@@ -53,6 +53,9 @@ struct MasterOptions {
   // Address the HTTP admin server binds. Flag --metrics_host. Default "" (same as --rpc_host).
   // The endpoints are unauthenticated: bind them to a trusted network.
   std::string metrics_host;
+  // Where replicas go after a put's preferred_segments (master/placement.h): "random",
+  // "free_ratio_first" or "local_first". Flag --placement_strategy. Default "random".
+  std::string placement_strategy = "random";
   // spdlog level. Flag --log_level. Default "info"; one of trace, debug, info, warn, error,
   // critical, off.
   std::string log_level = "info";

@@ -54,7 +54,8 @@ TEST_F(MasterServiceTest, EndToEndOverSockets) {
   EXPECT_EQ(put->results(0).replicas(0).endpoint(), "127.0.0.1:7001");
   EXPECT_EQ(static_cast<ErrorCode>(put->results(2).code()), ErrorCode::INVALID_KEY);
   std::vector<std::string> commit = {"page-0"}, revoke = {"page-1"};
-  auto end = client.PutEnd(commit, revoke, Soon());
+  std::vector<uint64_t> checksums = {0x1234abcdULL};
+  auto end = client.PutEnd(commit, checksums, revoke, Soon());
   ASSERT_TRUE(end.ok());
   EXPECT_EQ(end->codes(0), 0);
   EXPECT_EQ(end->codes(1), 0);
@@ -63,6 +64,7 @@ TEST_F(MasterServiceTest, EndToEndOverSockets) {
   auto got = client.GetReplicaList(keys, false, Soon());
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->objects(0).code(), 0);
+  EXPECT_EQ(got->objects(0).checksum(), 0x1234abcdULL);  // recorded at commit
   EXPECT_EQ(got->objects(0).size(), 4096u);
   EXPECT_EQ(got->objects(0).replicas(0).offset(), put->results(0).replicas(0).offset());
   EXPECT_EQ(static_cast<ErrorCode>(got->objects(1).code()), ErrorCode::OBJECT_NOT_FOUND);

@@ -1,7 +1,7 @@
 // The master's object index: key -> Object, in kShards shards with one mutex each.
 //
 // Memory per object (the budget is <= 128 bytes plus the key's bytes at 5 M objects): one heap
-// block holding the 40-byte header, the replicas (24 bytes each) and the key bytes, plus one
+// block holding the 48-byte header, the replicas (24 bytes each) and the key bytes, plus one
 // 32-byte hash node and about 8-16 bytes of bucket array. Client ids are interned to a u32
 // (ClientRegistry); replicas hold a segment id, never a name.
 //
@@ -71,6 +71,7 @@ class Object {
   int64_t lease_until_ns() const { return stamp_ns; }
 
   uint64_t size = 0;
+  uint64_t checksum = 0;       // XXH3-64 of the bytes, set at commit by the writer; 0: none
   int64_t stamp_ns = 0;        // see put_start_ns() / lease_until_ns()
   int64_t last_access_ns = 0;  // put start or last leased read; eviction's LRU clock
   uint32_t writer = 0;         // interned id of the client that put it
@@ -87,7 +88,7 @@ class Object {
   uint8_t replica_count_ = 0;
   uint8_t replica_capacity_ = 0;
 };
-static_assert(sizeof(Object) == 40, "Object header grew: check the per-object memory budget");
+static_assert(sizeof(Object) == 48, "Object header grew: check the per-object memory budget");
 static_assert(sizeof(ReplicaRef) == 24);
 
 class ObjectTable {

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <random>
 
+#include "rpc/endpoint.h"
+
 namespace kvpool::master {
 namespace {
 
@@ -55,6 +57,7 @@ Result<uint64_t> SegmentRegistry::Mount(std::string_view name, std::string_view 
   auto seg = std::make_unique<Segment>(next_id_++, size, alignment_);
   seg->name = std::string(name);
   seg->endpoint = std::string(endpoint);
+  if (auto ep = rpc::ParseEndpoint(endpoint, 0, "segment endpoint"); ep.ok()) seg->host = ep->host;
   seg->client_id = std::string(client_id);
   seg->owner = owner;
   uint64_t id = seg->id;
@@ -114,12 +117,20 @@ bool SegmentRegistry::TryAllocate(Segment& s, uint64_t size, Placement* out) {
 std::vector<Placement> SegmentRegistry::Allocate(uint64_t size, uint32_t replica_num,
                                                  std::span<const std::string_view> preferred,
                                                  std::span<const uint64_t> excluded) {
+  PlacementRequest request;
+  request.preferred = preferred;
+  request.excluded = excluded;
+  return AllocateReplicas(size, replica_num, request);
+}
+
+std::vector<Placement> SegmentRegistry::AllocateReplicas(uint64_t size, uint32_t replica_num,
+                                                         const PlacementRequest& request) {
   std::vector<Placement> out;
   if (size == 0 || replica_num == 0) return out;
-  std::vector<uint64_t> used_ids(excluded.begin(), excluded.end());
+  std::vector<uint64_t> used_ids(request.excluded.begin(), request.excluded.end());
   const uint64_t need = Reserved(size);
   std::shared_lock lock(map_mu_);
-  for (std::string_view name : preferred) {
+  for (std::string_view name : request.preferred) {
     if (out.size() >= replica_num) break;
     auto it = by_name_.find(std::string(name));
     if (it == by_name_.end() || Contains(used_ids, it->second->id)) continue;
@@ -132,16 +143,18 @@ std::vector<Placement> SegmentRegistry::Allocate(uint64_t size, uint32_t replica
   if (out.size() >= replica_num) return out;
   // Candidates with enough free bytes (a cheap filter; the allocator has the last word).
   std::vector<Segment*> candidates;
+  std::vector<PlacementCandidate> views;
   for (Segment* s : list_) {
-    uint64_t free = s->capacity - s->used.load(std::memory_order_relaxed);
-    if (free >= need && !Contains(used_ids, s->id)) candidates.push_back(s);
+    uint64_t used = s->used.load(std::memory_order_relaxed);
+    if (s->capacity - used < need || Contains(used_ids, s->id)) continue;
+    candidates.push_back(s);
+    views.push_back(
+        {s->capacity, used, !request.client_host.empty() && s->host == request.client_host});
   }
-  while (out.size() < replica_num && !candidates.empty()) {
-    size_t i = std::uniform_int_distribution<size_t>(0, candidates.size() - 1)(Rng());
+  for (size_t i : PlacementOrder(views, request.strategy, request.prefer_same_host, Rng())) {
+    if (out.size() >= replica_num) break;
     Placement p;
     if (TryAllocate(*candidates[i], size, &p)) out.push_back(std::move(p));
-    candidates[i] = candidates.back();  // placed or full: not a candidate for the next replica
-    candidates.pop_back();
   }
   return out;
 }

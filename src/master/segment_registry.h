@@ -2,8 +2,9 @@
 //
 // A segment is a byte range that one client (a node, or an embedded client) contributes to the
 // pool, served at its data endpoint. The registry owns one OffsetAllocator per segment and
-// places replicas: preferred segments first, then uniformly at random among the segments that
-// have room, never two replicas of one object on the same segment.
+// places replicas: preferred segments first, then in the order of the placement strategy
+// (master/placement.h) among the segments that have room, never two replicas of one object on
+// the same segment.
 //
 // Segment ids are never reused within a master process, so a ReplicaRef naming an unmounted
 // segment is simply stale: Free and Describe ignore it.
@@ -27,6 +28,7 @@
 #include "alloc/offset_allocator.h"
 #include "kvpool/status.h"
 #include "master/object_table.h"
+#include "master/placement.h"
 
 namespace kvpool::master {
 
@@ -35,6 +37,15 @@ struct Placement {
   ReplicaRef ref;
   std::string segment_name;
   std::string endpoint;
+};
+
+// How to place one object's replicas (see Allocate).
+struct PlacementRequest {
+  std::span<const std::string_view> preferred;  // segment names tried first, in order
+  std::span<const uint64_t> excluded;           // segment ids never used
+  PlacementStrategy strategy = PlacementStrategy::kRandom;
+  std::string_view client_host;   // the writer's host ("" unknown): for local_first
+  bool prefer_same_host = false;  // ReplicateConfig.prefer_alloc_in_same_node
 };
 
 struct SegmentStats {
@@ -82,9 +93,15 @@ class SegmentRegistry {
   // Places up to `replica_num` replicas of `size` bytes on distinct segments, none in
   // `excluded`: segments named in `preferred` (in order) when they have room, then uniformly at
   // random among the others that have room. Returns fewer (possibly none) when space is short.
+  // (AllocateReplicas with the random strategy.)
   std::vector<Placement> Allocate(uint64_t size, uint32_t replica_num,
                                   std::span<const std::string_view> preferred,
                                   std::span<const uint64_t> excluded = {});
+  // Places up to `replica_num` replicas of `size` bytes on distinct segments: the preferred
+  // ones (in order) when they have room, then the others with room in the order
+  // PlacementOrder gives for the request. Returns fewer (possibly none) when space is short.
+  std::vector<Placement> AllocateReplicas(uint64_t size, uint32_t replica_num,
+                                          const PlacementRequest& request);
   // Frees one replica of an object of `object_size` bytes. A stale segment id is ignored.
   void Free(const ReplicaRef& r, uint64_t object_size);
   // Frees it once ReleaseDue(now_ns >= release_at_ns) runs (see put_start_release_timeout).
@@ -103,6 +120,7 @@ class SegmentRegistry {
         : id(id), allocator(size, alignment), capacity(allocator.capacity()) {}
     const uint64_t id;
     std::string name, endpoint, client_id;  // immutable after mount
+    std::string host;                       // the endpoint's host, immutable after mount
     uint32_t owner = 0;                     // guarded by the registry's map lock
     std::mutex mu;
     alloc::OffsetAllocator allocator;  // guarded by mu

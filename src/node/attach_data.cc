@@ -198,7 +198,7 @@ LocalReply AttachService::Get(Session& session, const rpc::LocalGet& req) {
   auto parts = Parts(t.bytes, pool_.threads());
   pool_.ParallelFor(parts.size(), [&](size_t p) {
     auto r = store_->GetMulti(Range(t.keys, parts[p]), Range(t.ptrs, parts[p]),
-                              Range(t.sizes, parts[p]), limit);
+                              Range(t.sizes, parts[p]), limit, req.verify_checksum());
     std::move(r.begin(), r.end(), results.begin() + parts[p].first);
   });
   rpc::LocalGetReply reply;
@@ -252,7 +252,7 @@ LocalReply AttachService::GetPacked(Session& session, const rpc::LocalGet& req) 
     reply.set_offsets(ii, at);
     return {{base + at, size}};
   };
-  auto results = store_->GetWithDest(keys, dest_for, limit);
+  auto results = store_->GetWithDest(keys, dest_for, limit, req.verify_checksum());
   for (int i = 0; i < n; ++i) {
     if (reply.deferred(i)) continue;
     if (!results[i].ok()) {

@@ -24,10 +24,13 @@ Result<std::unique_ptr<SegmentHost>> SegmentHost::Start(const SegmentHostOptions
   host->server_ = std::make_unique<rpc::Server>(so, &host->service_);
   KVPOOL_RETURN_IF_ERROR(host->server_->Start());
   host->name_ = options.advertise_host + ":" + std::to_string(host->server_->port());
-  KVPOOL_RETURN_IF_ERROR(host->table_.Add(
-      host->name_, std::shared_ptr<transfer::SegmentMemory>(std::move(memory).value())));
-  spdlog::info("serving segment={} size={} on {}:{}", host->name_, FormatSize(options.size),
-               options.bind_host, host->server_->port());
+  std::shared_ptr<transfer::SegmentMemory> mem(std::move(memory).value());
+  const void* base = mem->base();
+  KVPOOL_RETURN_IF_ERROR(host->table_.Add(host->name_, std::move(mem)));
+  // The base address lets an operator (or a fault-injection test) find a replica's bytes in
+  // this process's memory (base + the replica's offset).
+  spdlog::info("serving segment={} size={} on {}:{} base={}", host->name_, FormatSize(options.size),
+               options.bind_host, host->server_->port(), base);
   return host;
 }
 

@@ -152,6 +152,7 @@ int Store::Setup(const SetupArgs& a) {
   o.global_segment_size = *segment;
   o.protocol = a.protocol;
   o.master_server_address = a.master_server_addr;
+  o.verify_checksum = a.verify_checksum;
   // metadata_server, rdma_devices and local_buffer_size have no role here: nodes are found
   // through the master, TCP needs no NIC list, and copying calls need no staging buffer in
   // embedded mode.
@@ -177,7 +178,8 @@ int Store::SetupFromDict(const py::dict& config) {
                                                "ssd_offload_path",
                                                "tenant_id",
                                                "enable_client_http_server",
-                                               "client_http_port"};
+                                               "client_http_port",
+                                               "verify_checksum"};
   SetupArgs a;
   a.local_hostname = "localhost";
   a.metadata_server = "P2PHANDSHAKE";
@@ -209,6 +211,7 @@ int Store::SetupFromDict(const py::dict& config) {
       if (key == "tenant_id") a.tenant_id = v.cast<std::string>();
       if (key == "enable_client_http_server") a.enable_client_http_server = v.cast<bool>();
       if (key == "client_http_port") a.client_http_port = v.cast<int>();
+      if (key == "verify_checksum") a.verify_checksum = v.cast<bool>();
     } catch (const py::cast_error&) {
       return Fail(Status(
           ErrorCode::INVALID_PARAMS,
@@ -224,7 +227,7 @@ int Store::SetupFromDict(const py::dict& config) {
 }
 
 int Store::SetupDummy(py::handle mem_pool_size, py::handle local_buffer_size,
-                      const std::string& server_address) {
+                      const std::string& server_address, bool verify_checksum) {
 #if KVPOOL_PY_HAS_STANDALONE
   if (client().ok()) {
     return Fail(Status(ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS,
@@ -238,6 +241,7 @@ int Store::SetupDummy(py::handle mem_pool_size, py::handle local_buffer_size,
   if (!server_address.empty()) so.server_address = server_address;
   so.mem_pool_size = *pool;
   so.local_buffer_size = *local;
+  so.verify_checksum = verify_checksum;
   Result<std::unique_ptr<Client>> r = Status();
   {
     py::gil_scoped_release nogil;

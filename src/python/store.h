@@ -43,6 +43,7 @@ struct SetupArgs {
   std::string tenant_id = "default";
   bool enable_client_http_server = false;
   int client_http_port = 9300;
+  bool verify_checksum = false;  // ClientOptions::verify_checksum
 };
 
 class Store {
@@ -60,7 +61,7 @@ class Store {
   int Setup(const SetupArgs& args);
   int SetupFromDict(const pybind11::dict& config);
   int SetupDummy(pybind11::handle mem_pool_size, pybind11::handle local_buffer_size,
-                 const std::string& server_address);
+                 const std::string& server_address, bool verify_checksum = false);
   int Close();
   int HealthCheck();
   std::string GetHostname() const;

@@ -50,7 +50,7 @@ void BindStore(py::module_& m) {
          py::object global_segment_size, py::object local_buffer_size, std::string protocol,
          std::string rdma_devices, std::string master_server_addr, py::object engine,
          bool enable_ssd_offload, std::string ssd_offload_path, std::string tenant_id,
-         bool enable_client_http_server, int client_http_port) {
+         bool enable_client_http_server, int client_http_port, bool verify_checksum) {
         SetupArgs a{std::move(local_hostname),
                     std::move(metadata_server),
                     std::move(global_segment_size),
@@ -63,7 +63,8 @@ void BindStore(py::module_& m) {
                     std::move(ssd_offload_path),
                     std::move(tenant_id),
                     enable_client_http_server,
-                    client_http_port};
+                    client_http_port,
+                    verify_checksum};
         return s.Setup(a);
       },
       py::arg("local_hostname"), py::arg("metadata_server"), py::arg("global_segment_size"),
@@ -71,20 +72,22 @@ void BindStore(py::module_& m) {
       py::arg("master_server_addr"), py::arg("engine") = py::none(),
       py::arg("enable_ssd_offload") = false, py::arg("ssd_offload_path") = "",
       py::arg("tenant_id") = "default", py::arg("enable_client_http_server") = false,
-      py::arg("client_http_port") = 9300,
+      py::arg("client_http_port") = 9300, py::arg("verify_checksum") = false,
       "Embedded mode: register with the master at master_server_addr and contribute "
       "global_segment_size bytes of this process's memory (0: none). Sizes may be ints or "
       "strings (\"4gb\"). metadata_server, rdma_devices and local_buffer_size are accepted and "
-      "not needed. Returns 0 or a negative code.");
+      "not needed. verify_checksum: gets check each object's XXH3 checksum and report "
+      "CHECKSUM_MISMATCH (-801) instead of bad bytes. Returns 0 or a negative code.");
   cls.def("setup", &S::SetupFromDict, py::arg("config"),
           "setup() with the same fields as a dict (sizes may be \"512MB\"-style strings; "
           "'master_server_addr' or 'master_server_address' is required). Unknown keys are "
           "refused with INVALID_PARAMS.");
   cls.def("setup_dummy", &S::SetupDummy, py::arg("mem_pool_size"), py::arg("local_buffer_size"),
-          py::arg("server_address") = "127.0.0.1:50052",
+          py::arg("server_address") = "127.0.0.1:50052", py::arg("verify_checksum") = false,
           "Standalone mode: attach to the kvpool node at server_address (host:port). Register "
           "memory from HostMemAllocator for zero-copy calls; copying calls move data through "
-          "a staging buffer of local_buffer_size bytes shared with the node.");
+          "a staging buffer of local_buffer_size bytes shared with the node. verify_checksum: "
+          "the node checks each object's checksum on gets (CHECKSUM_MISMATCH, -801).");
   cls.def("close", &S::Close, "Detach from the pool; idempotent. Returns 0 or a negative code.");
   cls.def("health_check", &S::HealthCheck,
           "0 healthy, 1 not set up (or closed), 2 master / storage node unreachable.");

@@ -104,7 +104,7 @@ class KVPoolHiCacheStorage(HiCacheStorageBase):
         segment = cfg.per_rank_segment_size(self.tp_size, self.pp_size)
         rc = store.setup(cfg.local_hostname, cfg.metadata_server, segment, cfg.local_buffer_size,
                          cfg.protocol, cfg.device_for_rank(self.tp_rank),
-                         cfg.master_server_address)
+                         cfg.master_server_address, verify_checksum=cfg.verify_checksum)
         if rc != 0:
             raise RuntimeError(
                 f"kvpool: could not join the pool of master {cfg.master_server_address} "
@@ -121,7 +121,8 @@ class KVPoolHiCacheStorage(HiCacheStorageBase):
         cfg = self.config
         store = KVPoolStore()
         rc = store.setup_dummy(poolmod.required_bytes(pool), cfg.local_buffer_size,
-                               cfg.client_server_address)
+                               cfg.client_server_address,
+                               verify_checksum=cfg.verify_checksum)
         if rc != 0:
             raise RuntimeError(
                 f"kvpool: could not attach to the kvpool node at {cfg.client_server_address}: "
