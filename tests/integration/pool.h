@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kvpool/client.h"
@@ -53,9 +54,25 @@ class Pool {
     args.insert(args.end(), flags.begin(), flags.end());
     nodes_.push_back(std::make_unique<Process>(kBinary, args, "node"));
     node_ports_.push_back(port);
-    size_t want = nodes_.size();
-    if (!WaitForSegments(want)) ADD_FAILURE() << "node did not mount:\n" << nodes_.back()->Log();
+    if (!WaitForSegment(node_segment(nodes_.size() - 1))) {
+      ADD_FAILURE() << "node did not mount:\n" << nodes_.back()->Log();
+    }
     return *nodes_.back();
+  }
+
+  // True once the master lists segment `name` (within 20 s).
+  bool WaitForSegment(const std::string& name) {
+    auto c = NewClient();
+    if (c == nullptr) return false;
+    for (int i = 0; i < 400; ++i) {
+      auto s = c->Stat();
+      if (s.ok() && std::any_of(s->segments.begin(), s->segments.end(),
+                                [&](const PoolSegmentStat& seg) { return seg.name == name; })) {
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
   }
 
   // True once the master lists `n` segments (within 20 s).
@@ -82,6 +99,10 @@ class Pool {
   Process& master() { return *master_; }
   Process& node(size_t i) { return *nodes_[i]; }
   void KillMaster() { master_.reset(); }
+  size_t node_count() const { return nodes_.size(); }
+  // SIGKILLs node `i` (kill -9) and reaps it; node(i) must not be used after.
+  void KillNode(size_t i) { nodes_[i].reset(); }
+  bool node_alive(size_t i) const { return nodes_[i] != nullptr; }
 
  private:
   std::vector<std::string> master_flags_;
