@@ -7,6 +7,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <map>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -22,6 +24,13 @@ struct SoakCounts {
   std::atomic<uint64_t> puts_ok{0}, puts_failed{0};
   std::atomic<uint64_t> gets_ok{0}, gets_failed{0}, wrong_bytes{0};
   std::atomic<uint64_t> bytes_verified{0};
+  std::mutex mu;
+  std::map<std::string, uint64_t> failures;  // "put CODE" / "get CODE" -> count; guarded by mu
+
+  void Failed(const char* op, const Status& st) {
+    std::lock_guard lock(mu);
+    ++failures[std::string(op) + " " + std::string(ErrorCodeName(st.code()))];
+  }
 };
 
 // One client's loop: put a batch of new keys, then read back a random sample of its keys.
@@ -50,6 +59,7 @@ void Worker(Client& c, int id, const std::atomic<bool>& stop, SoakCounts& n) {
         stored.emplace_back(keys[k], sizes[k]);
       } else {
         ++n.puts_failed;
+        n.Failed("put", put[k]);
       }
     }
     if (stored.empty()) continue;
@@ -65,6 +75,7 @@ void Worker(Client& c, int id, const std::atomic<bool>& stop, SoakCounts& n) {
     for (size_t k = 0; k < want.size(); ++k) {
       if (!got[k].ok()) {
         ++n.gets_failed;
+        n.Failed("get", got[k].status());
         continue;
       }
       ++n.gets_ok;
@@ -124,6 +135,9 @@ TEST(ClusterSoakTest, RandomNodeKillsNeverReturnWrongBytes) {
       static_cast<unsigned long>(n.gets_failed.load()),
       static_cast<unsigned long>(n.wrong_bytes.load()),
       static_cast<double>(n.bytes_verified.load()) / (1 << 20));
+  for (const auto& [what, count] : n.failures) {
+    std::printf("soak: %s x%lu\n", what.c_str(), static_cast<unsigned long>(count));
+  }
   RecordProperty("node_kills", std::to_string(kills));
   RecordProperty("gets_ok", std::to_string(n.gets_ok.load()));
   RecordProperty("gets_failed", std::to_string(n.gets_failed.load()));
