@@ -11,6 +11,7 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcpp-httplib-dev  # the master's HTTP admin server and `kvpool top` (top-level CMakeLists)
   libhiredis-dev redis-server  # `kvpool bench --peers redis`: the Redis comparison
+  libssl-dev openssl  # authentication (HMAC) and TLS; the openssl command makes test certificates
   # The Python module (/usr/bin/python3) and its tests.
   python3-dev pybind11-dev python3-pybind11 python3-pytest python3-numpy
 )

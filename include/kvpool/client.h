@@ -61,6 +61,23 @@ struct ClientOptions {
   // (after trying its other replicas); its buffer then holds no valid data. Off by default:
   // it costs one pass over the bytes (~10+ GB/s per core). Puts always record the checksum.
   bool verify_checksum = false;
+
+  // Security (docs/security.md). The shared secret this client proves to the master and nodes
+  // (and, embedded, requires from peers reading its segment). Empty: read from
+  // auth_secret_file; if that is empty too, from $KVPOOL_AUTH_SECRET; else none. Setup fails
+  // with FILE_NOT_FOUND when the file cannot be read.
+  std::string auth_secret;
+  std::string auth_secret_file;
+  // TLS. A CA bundle (PEM) that verifies the master and nodes: setting it turns TLS on for every
+  // connection this client makes. Optional certificate and key (PEM) presented to servers that
+  // require client certificates; an embedded client that contributes memory also serves its
+  // segment with them (and must then set tls_ca_file). Setup fails with INVALID_PARAMS or
+  // FILE_NOT_FOUND naming a file that cannot be loaded.
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // Embedded segment: require a client certificate signed by tls_ca_file from peers.
+  bool tls_verify_client = false;
 };
 
 // Standalone mode: the process attaches to a `kvpool node` on the same host instead of talking

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "client/batch_args.h"
+#include "client/client_security.h"
 #include "common/keys.h"
 #include "common/random_id.h"
 #include "rpc/endpoint.h"
@@ -90,7 +91,11 @@ Status ClientImpl::Init() {
   }
   auto ep = rpc::ParseEndpoint(options_.master_server_address, 50051, "master_server_address");
   if (!ep.ok()) return ep.status();
-  master_ = std::make_unique<master::MasterClient>(*ep, client_id_);
+  auto security = ResolveClientSecurity(options_);
+  if (!security.ok()) return security.status();
+  data_pool_.SetConnectOptions(security->connect);
+  master_ = std::make_unique<master::MasterClient>(
+      *ep, client_id_, std::make_shared<rpc::ConnectionPool>(client_id_, 8, security->connect));
   if (hosting_.require_master) {
     // First contact doubles as the reachability check: a wrong address fails Setup, not a put.
     auto ping = master_->Ping(RpcDeadline());
@@ -105,6 +110,7 @@ Status ClientImpl::Init() {
     ho.memory.huge_pages = options_.use_hugepage;
     ho.memory.prefault = hosting_.prefault || options_.prefault_segment;
     ho.io_threads = hosting_.io_threads;
+    ho.security = security->server;
     auto host = node::SegmentHost::Start(ho);
     if (!host.ok()) return host.status();
     host_ = std::move(host).value();

@@ -28,6 +28,7 @@ rpc::ServerOptions ServerOptionsOf(const MasterOptions& o) {
   s.host = o.rpc_host;
   s.port = static_cast<uint16_t>(o.rpc_port);
   s.threads = o.rpc_threads;
+  s.security = o.security;
   return s;
 }
 
@@ -70,6 +71,15 @@ Status Master::Start() {
     std::lock_guard lock(mu_);
     started_ = false;  // a later Start may try again
     return st;
+  }
+  if (http_ != nullptr && MetricsHostOf(options_) != "127.0.0.1" &&
+      MetricsHostOf(options_) != "::1") {
+    // The secret and TLS cover the RPC port only (docs/security.md).
+    spdlog::warn(
+        "HTTP admin on {}:{} is not authenticated: it lists keys, clients and segments to anyone "
+        "who can reach it; bind it to a trusted address with --metrics_host or turn it off with "
+        "--enable_http_admin=false",
+        MetricsHostOf(options_), http_->port());
   }
   housekeeper_ = std::thread([this] { HousekeepingLoop(); });
   return Status::Ok();

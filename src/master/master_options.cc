@@ -65,6 +65,7 @@ void AddMasterFlags(CLI::App& app, MasterOptions& o) {
       ->capture_default_str();
   app.add_option("--log_level", o.log_level, "trace, debug, info, warn, error, critical, off")
       ->capture_default_str();
+  rpc::AddSecurityFlags(app, o.security, /*server=*/true);
   app.set_config("--config", "", "INI or TOML file with the same option names");
 }
 
@@ -125,6 +126,7 @@ Status ValidateMasterOptions(const MasterOptions& o) {
     return Bad("placement_strategy", o.placement_strategy,
                "random, free_ratio_first or local_first");
   }
+  KVPOOL_RETURN_IF_ERROR(rpc::ValidateTls(o.security, /*also_client=*/false));
   if (o.housekeeping_interval <= Clock::duration::zero()) {
     return Status(ErrorCode::INVALID_PARAMS, "housekeeping_interval must be positive");
   }

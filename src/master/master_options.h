@@ -8,6 +8,7 @@
 
 #include "common/time.h"
 #include "kvpool/status.h"
+#include "rpc/security_options.h"
 
 namespace CLI {
 class App;
@@ -59,6 +60,10 @@ struct MasterOptions {
   // spdlog level. Flag --log_level. Default "info"; one of trace, debug, info, warn, error,
   // critical, off.
   std::string log_level = "info";
+  // Shared secret and TLS of the RPC port: --auth_secret_file (or $KVPOOL_AUTH_SECRET),
+  // --tls_cert, --tls_key, --tls_ca, --tls_verify_client. See rpc/security_options.h and
+  // docs/security.md. The secret is read by rpc::ResolveAuthSecret after parsing.
+  rpc::SecurityOptions security;
   // How often the housekeeping thread expires clients, reclaims reservations and checks the
   // watermark. Not a flag. Default 100 ms.
   Clock::duration housekeeping_interval = std::chrono::milliseconds(100);

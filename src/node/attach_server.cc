@@ -96,11 +96,29 @@ void AttachServer::ReapWorkers(bool all) {
   }
 }
 
+namespace {
+
+// Only processes of the node's own user (or root) may attach: a standalone client can read and
+// write every key, and the socket is reachable by every local user (abstract sockets have no
+// file permissions).
+bool PeerMayAttach(const rpc::PeerCredentials& peer) {
+  return peer.uid >= 0 && (static_cast<uid_t>(peer.uid) == ::geteuid() || peer.uid == 0);
+}
+
+}  // namespace
+
 void AttachServer::Serve(Worker* worker) {
   LocalConnection conn;
   conn.handle = worker->handle;
   conn.peer = rpc::PeerOf(worker->handle->fd());
-  ServeFrames(conn);
+  if (PeerMayAttach(conn.peer)) {
+    ServeFrames(conn);
+  } else {
+    spdlog::warn(
+        "refusing local connection from pid {} uid {}: only uid {} (this node's) or root "
+        "may attach",
+        conn.peer.pid, conn.peer.uid, ::geteuid());
+  }
   service_->Disconnected(conn);  // before the close: a session may still shut this socket down
   worker->handle->Close();
   worker->done = true;

@@ -3,6 +3,9 @@
 // and hands each request to the AttachService. Connections are few (one or a handful per
 // engine process) and their calls block on the store, so a thread each keeps it simple.
 //
+// Access: only processes running as the node's user (or root) may attach (SO_PEERCRED); any
+// other local user's connection is closed unanswered (docs/security.md).
+//
 // Faults it contains: a malformed frame, an unexpected descriptor, a frame not completed within
 // `frame_timeout` or a version mismatch closes that one connection with a log line; everyone
 // else is served on. Every wait is bounded; Stop() returns once every connection thread has

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "client/client_security.h"
 #include "common/signals.h"
 #include "common/units.h"
 
@@ -24,6 +25,7 @@ Result<std::unique_ptr<Node>> Node::Start(const NodeOptions& options) {
   co.rpc_timeout = Millis(options.rpc_timeout_ms);
   co.transfer_timeout = Millis(options.transfer_timeout_ms);
   co.heartbeat_interval = Millis(options.heartbeat_interval_ms);
+  client::ApplySecurityFlags(options.security, co);
   client::HostingOptions ho;
   ho.bind_host = options.bind_address;
   ho.prefault = options.prefault;

@@ -49,6 +49,7 @@ void AddNodeFlags(CLI::App& app, NodeOptions& o) {
                  "HTTP port of /metrics /health /status on --bind_address (0: any free port, "
                  "logged at start)")
       ->capture_default_str();
+  rpc::AddSecurityFlags(app, o.security, /*server=*/true);
 }
 
 Status ValidateNodeOptions(NodeOptions& o) {
@@ -86,6 +87,8 @@ Status ValidateNodeOptions(NodeOptions& o) {
         ErrorCode::INVALID_PARAMS,
         fmt::format("--metrics_port={} is the data port (--port); pick another", o.metrics_port));
   }
+  KVPOOL_RETURN_IF_ERROR(rpc::ValidateTls(o.security, /*also_client=*/true));
+  KVPOOL_RETURN_IF_ERROR(rpc::ResolveAuthSecret(o.security));
   if (!o.local_socket_path.empty() && o.local_socket_path.size() > 107) {
     return Status(
         ErrorCode::INVALID_PARAMS,

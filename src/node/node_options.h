@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kvpool/status.h"
+#include "rpc/security_options.h"
 
 namespace kvpool::node {
 
@@ -32,12 +33,18 @@ struct NodeOptions {
   bool enable_http_admin = true;  // --enable_http_admin
   int metrics_port = 0;           // --metrics_port
 
+  // --auth_secret_file (or $KVPOOL_AUTH_SECRET), --tls_cert, --tls_key, --tls_ca,
+  // --tls_verify_client: for the data port and for connections to the master and peer nodes
+  // (docs/security.md). The secret is read by ValidateNodeOptions.
+  rpc::SecurityOptions security;
+
   uint64_t segment_bytes = 0;  // filled by ValidateNodeOptions from global_segment_size
 };
 
 // Registers every flag above (and --config FILE, INI/TOML with the same names) on `app`.
 void AddNodeFlags(CLI::App& app, NodeOptions& o);
-// Checks ranges and parses sizes; INVALID_PARAMS naming the flag, the value and the fix.
+// Checks ranges, parses sizes and reads the secret (rpc::ResolveAuthSecret); INVALID_PARAMS
+// naming the flag, the value and the fix (FILE_NOT_FOUND for a missing secret or TLS file).
 Status ValidateNodeOptions(NodeOptions& o);
 
 }  // namespace kvpool::node

@@ -21,6 +21,7 @@ Result<std::unique_ptr<SegmentHost>> SegmentHost::Start(const SegmentHostOptions
   so.host = options.bind_host;
   so.port = options.port;
   so.threads = options.io_threads;
+  so.security = options.security;
   host->server_ = std::make_unique<rpc::Server>(so, &host->service_);
   KVPOOL_RETURN_IF_ERROR(host->server_->Start());
   host->name_ = options.advertise_host + ":" + std::to_string(host->server_->port());

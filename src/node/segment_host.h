@@ -22,6 +22,7 @@ struct SegmentHostOptions {
   uint64_t size = 0;                         // segment bytes (> 0)
   transfer::SegmentMemoryOptions memory;
   int io_threads = 2;
+  rpc::SecurityOptions security;  // secret and TLS of the data port (docs/security.md)
 };
 
 class SegmentHost {

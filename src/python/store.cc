@@ -153,6 +153,10 @@ int Store::Setup(const SetupArgs& a) {
   o.protocol = a.protocol;
   o.master_server_address = a.master_server_addr;
   o.verify_checksum = a.verify_checksum;
+  o.auth_secret_file = a.auth_secret_file;
+  o.tls_ca_file = a.tls_ca_file;
+  o.tls_cert_file = a.tls_cert_file;
+  o.tls_key_file = a.tls_key_file;
   // metadata_server, rdma_devices and local_buffer_size have no role here: nodes are found
   // through the master, TCP needs no NIC list, and copying calls need no staging buffer in
   // embedded mode.
@@ -179,7 +183,11 @@ int Store::SetupFromDict(const py::dict& config) {
                                                "tenant_id",
                                                "enable_client_http_server",
                                                "client_http_port",
-                                               "verify_checksum"};
+                                               "verify_checksum",
+                                               "auth_secret_file",
+                                               "tls_ca_file",
+                                               "tls_cert_file",
+                                               "tls_key_file"};
   SetupArgs a;
   a.local_hostname = "localhost";
   a.metadata_server = "P2PHANDSHAKE";
@@ -212,6 +220,10 @@ int Store::SetupFromDict(const py::dict& config) {
       if (key == "enable_client_http_server") a.enable_client_http_server = v.cast<bool>();
       if (key == "client_http_port") a.client_http_port = v.cast<int>();
       if (key == "verify_checksum") a.verify_checksum = v.cast<bool>();
+      if (key == "auth_secret_file") a.auth_secret_file = v.cast<std::string>();
+      if (key == "tls_ca_file") a.tls_ca_file = v.cast<std::string>();
+      if (key == "tls_cert_file") a.tls_cert_file = v.cast<std::string>();
+      if (key == "tls_key_file") a.tls_key_file = v.cast<std::string>();
     } catch (const py::cast_error&) {
       return Fail(Status(
           ErrorCode::INVALID_PARAMS,

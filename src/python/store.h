@@ -44,6 +44,11 @@ struct SetupArgs {
   bool enable_client_http_server = false;
   int client_http_port = 9300;
   bool verify_checksum = false;  // ClientOptions::verify_checksum
+  // Security (docs/security.md); the secret itself comes from this file or $KVPOOL_AUTH_SECRET.
+  std::string auth_secret_file;
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 class Store {

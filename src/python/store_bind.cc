@@ -80,7 +80,9 @@ void BindStore(py::module_& m) {
       "CHECKSUM_MISMATCH (-801) instead of bad bytes. Returns 0 or a negative code.");
   cls.def("setup", &S::SetupFromDict, py::arg("config"),
           "setup() with the same fields as a dict (sizes may be \"512MB\"-style strings; "
-          "'master_server_addr' or 'master_server_address' is required). Unknown keys are "
+          "'master_server_addr' or 'master_server_address' is required). Also takes "
+          "'auth_secret_file', 'tls_ca_file', 'tls_cert_file', 'tls_key_file' "
+          "(docs/security.md; the secret also comes from $KVPOOL_AUTH_SECRET). Unknown keys are "
           "refused with INVALID_PARAMS.");
   cls.def("setup_dummy", &S::SetupDummy, py::arg("mem_pool_size"), py::arg("local_buffer_size"),
           py::arg("server_address") = "127.0.0.1:50052", py::arg("verify_checksum") = false,

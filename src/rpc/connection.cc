@@ -1,10 +1,14 @@
 #include "rpc/connection.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,6 +16,8 @@
 #include <cerrno>
 #include <cstring>
 #include <vector>
+
+#include "rpc/auth.h"
 
 namespace kvpool::rpc {
 namespace {
@@ -92,26 +98,112 @@ Connection::Connection(int fd, Endpoint endpoint, FrameLimits limits)
     : fd_(fd), endpoint_(std::move(endpoint)), limits_(limits) {}
 
 Connection::~Connection() {
+  if (ssl_ != nullptr) SSL_free(ssl_);
   if (fd_ >= 0) ::close(fd_);
 }
 
 Result<std::unique_ptr<Connection>> Connection::Connect(const Endpoint& endpoint,
                                                         const std::string& peer_name,
-                                                        Deadline deadline, FrameLimits limits) {
+                                                        Deadline deadline,
+                                                        const ConnectOptions& options) {
   auto fd = ConnectSocket(endpoint, deadline);
   if (!fd.ok()) return fd.status();
-  std::unique_ptr<Connection> conn(new Connection(*fd, endpoint, limits));
+  std::unique_ptr<Connection> conn(new Connection(*fd, endpoint, options.limits));
+  if (options.tls != nullptr) KVPOOL_RETURN_IF_ERROR(conn->StartTls(*options.tls, deadline));
   Hello hello;
   hello.set_protocol_version(kProtocolVersion);
   hello.set_peer_name(peer_name);
+  std::string client_nonce;
+  if (!options.auth_secret.empty()) {
+    client_nonce = MakeAuthNonce();
+    hello.set_client_nonce(client_nonce);
+  }
   HelloReply reply;
   Status st = conn->Call(HELLO, hello, &reply, deadline);
   if (!st.ok()) return st;
+  if (!options.auth_secret.empty()) {
+    KVPOOL_RETURN_IF_ERROR(conn->Authenticate(options.auth_secret, client_nonce, reply, deadline));
+  } else if (!reply.server_nonce().empty()) {
+    return conn->Fail(
+        Status(ErrorCode::ILLEGAL_CLIENT,
+               fmt::format("{} requires authentication: set --auth_secret_file or ${}",
+                           endpoint.ToString(), kAuthSecretEnv)));
+  }
   return conn;
+}
+
+// Mutual: the server proves the secret first (a server without it cannot), then the client.
+Status Connection::Authenticate(const std::string& secret, const std::string& client_nonce,
+                                const HelloReply& reply, Deadline deadline) {
+  if (reply.server_nonce().size() != kAuthNonceBytes) {
+    return Fail(Status(ErrorCode::ILLEGAL_CLIENT,
+                       fmt::format("authentication failed: {} does not authenticate (no secret "
+                                   "configured there?)",
+                                   endpoint_.ToString())));
+  }
+  std::string expected = AuthProof(secret, kServerLabel, client_nonce, reply.server_nonce());
+  if (!ProofMatches(expected, reply.server_proof())) {
+    return Fail(Status(ErrorCode::ILLEGAL_CLIENT,
+                       fmt::format("authentication failed: {} does not know the shared secret",
+                                   endpoint_.ToString())));
+  }
+  Auth auth;
+  auth.set_client_proof(AuthProof(secret, kClientLabel, client_nonce, reply.server_nonce()));
+  Empty ok;
+  Status st = Call(AUTH, auth, &ok, deadline);
+  if (!st.ok()) return Fail(st);
+  return Status::Ok();
+}
+
+Status Connection::StartTls(TlsClientContext& tls, Deadline deadline) {
+  ssl_ = SSL_new(tls.native());
+  if (ssl_ == nullptr) return Fail(Status(ErrorCode::RPC_FAIL, TlsErrorText("SSL_new failed")));
+  BIO* bio = NewSocketBio(fd_);
+  if (bio == nullptr) return Fail(Status(ErrorCode::RPC_FAIL, TlsErrorText("BIO_new failed")));
+  SSL_set_bio(ssl_, bio, bio);  // the SSL owns it
+  // Verify the name or address the server was dialled by against its certificate.
+  in6_addr ip;
+  bool is_ip = inet_pton(AF_INET, endpoint_.host.c_str(), &ip) == 1 ||
+               inet_pton(AF_INET6, endpoint_.host.c_str(), &ip) == 1;
+  if (is_ip) {
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), endpoint_.host.c_str());
+  } else {
+    SSL_set_tlsext_host_name(ssl_, endpoint_.host.c_str());
+    SSL_set1_host(ssl_, endpoint_.host.c_str());
+  }
+  ERR_clear_error();
+  for (;;) {
+    int rc = SSL_connect(ssl_);
+    if (rc == 1) return Status::Ok();
+    int err = SSL_get_error(ssl_, rc);
+    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+      Status st = WaitFd(fd_, err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, endpoint_);
+      if (!st.ok()) return Fail(st);
+      continue;
+    }
+    long verify = SSL_get_verify_result(ssl_);
+    std::string why = verify != X509_V_OK ? fmt::format("server certificate rejected: {}",
+                                                        X509_verify_cert_error_string(verify))
+                                          : TlsErrorText(
+                                                "connection closed during the handshake (does the "
+                                                "server run without TLS?)");
+    return Fail(Status(ErrorCode::RPC_FAIL,
+                       fmt::format("TLS handshake with {} failed: {}", endpoint_.ToString(), why)));
+  }
 }
 
 bool Connection::StillOpen() const {
   if (fd_ < 0) return false;
+  if (ssl_ != nullptr) {
+    // Idle TLS: nothing to read (WANT_READ) means open; anything else means closed or out of
+    // sync.
+    char c;
+    ERR_clear_error();
+    int n = SSL_peek(ssl_, &c, 1);
+    bool open = n <= 0 && SSL_get_error(ssl_, n) == SSL_ERROR_WANT_READ;
+    ERR_clear_error();
+    return open;
+  }
   char c;
   ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
   // Idle connections have nothing to read: EAGAIN means open; 0 means closed; data means the
@@ -120,6 +212,10 @@ bool Connection::StillOpen() const {
 }
 
 Status Connection::Fail(Status st) {
+  if (ssl_ != nullptr) {
+    SSL_free(ssl_);
+    ssl_ = nullptr;
+  }
   if (fd_ >= 0) {
     ::close(fd_);
     fd_ = -1;
@@ -130,6 +226,7 @@ Status Connection::Fail(Status st) {
 // Moves every byte of `iov` through the socket (send or receive), waiting with poll() for
 // readiness until `deadline`. Advances `iov` in place.
 Status Connection::MoveAll(std::span<iovec> iov, Deadline deadline, bool send) {
+  if (ssl_ != nullptr) return MoveAllTls(iov, deadline, send);
   size_t i = 0;
   while (i < iov.size()) {
     if (iov[i].iov_len == 0) {
@@ -165,6 +262,37 @@ Status Connection::MoveAll(std::span<iovec> iov, Deadline deadline, bool send) {
       iov[i].iov_len -= take;
       left -= take;
       if (iov[i].iov_len == 0) ++i;
+    }
+  }
+  return Status::Ok();
+}
+
+// TLS: each buffer through SSL_write/SSL_read (OpenSSL has no scatter/gather), waiting with
+// poll() whenever OpenSSL needs the socket readable or writable.
+Status Connection::MoveAllTls(std::span<iovec> iov, Deadline deadline, bool send) {
+  for (auto& v : iov) {
+    while (v.iov_len > 0) {
+      int chunk = static_cast<int>(std::min<size_t>(v.iov_len, 1 << 30));
+      ERR_clear_error();
+      int n = send ? SSL_write(ssl_, v.iov_base, chunk) : SSL_read(ssl_, v.iov_base, chunk);
+      if (n > 0) {
+        v.iov_base = static_cast<char*>(v.iov_base) + n;
+        v.iov_len -= static_cast<size_t>(n);
+        continue;
+      }
+      int err = SSL_get_error(ssl_, n);
+      if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+        KVPOOL_RETURN_IF_ERROR(
+            WaitFd(fd_, err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, endpoint_));
+        continue;
+      }
+      if (err == SSL_ERROR_ZERO_RETURN || (err == SSL_ERROR_SYSCALL && n == 0)) {
+        return Status(ErrorCode::RPC_FAIL,
+                      fmt::format("connection to {} closed by peer", endpoint_.ToString()));
+      }
+      return Status(ErrorCode::RPC_FAIL,
+                    fmt::format("TLS {} {}: {}", send ? "send to" : "receive from",
+                                endpoint_.ToString(), TlsErrorText(strerror(errno))));
     }
   }
   return Status::Ok();

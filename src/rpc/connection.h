@@ -3,6 +3,10 @@
 // A Connection is used by one thread at a time (not thread-safe); ConnectionPool hands them out.
 // After any I/O error or timeout the connection is broken (a frame may be half sent) and
 // Call() fails fast with RPC_FAIL; the pool then drops it.
+//
+// Security (docs/security.md): with ConnectOptions::auth_secret the handshake proves the secret
+// both ways (rpc/auth.h); with ConnectOptions::tls the bytes go through TLS. Without TLS, page
+// bytes move with writev/readv straight from and to the caller's memory.
 #pragma once
 
 #include <google/protobuf/message_lite.h>
@@ -18,18 +22,32 @@
 #include "rpc/endpoint.h"
 #include "rpc/frame.h"
 #include "rpc/kvpool.pb.h"
+#include "rpc/tls_client.h"
+
+typedef struct ssl_st SSL;
 
 namespace kvpool::rpc {
 
+struct ConnectOptions {
+  FrameLimits limits;
+  // Shared secret proven in the handshake. Empty: none (a server that has one refuses).
+  std::string auth_secret;
+  // TLS context; null: plain TCP.
+  std::shared_ptr<TlsClientContext> tls;
+};
+
 class Connection {
  public:
-  // Connects to `endpoint` and performs the HELLO handshake before `deadline`.
-  // Errors: RPC_TIMEOUT (deadline passed), RPC_FAIL (refused, unreachable, reset),
-  // INVALID_VERSION (peer speaks another protocol version), INVALID_PARAMS (bad endpoint).
+  // Connects to `endpoint` and performs the handshake (TLS, HELLO, authentication) before
+  // `deadline`. Errors: RPC_TIMEOUT (deadline passed), RPC_FAIL (refused, unreachable, reset,
+  // TLS handshake or certificate failure, a server without TLS), INVALID_VERSION (peer speaks
+  // another protocol version), INVALID_PARAMS (bad endpoint), ILLEGAL_CLIENT (authentication
+  // failed either way: wrong or missing secret on one side), UNAVAILABLE_IN_CURRENT_MODE (the
+  // server requires TLS and `options` has none).
   static Result<std::unique_ptr<Connection>> Connect(const Endpoint& endpoint,
                                                      const std::string& peer_name,
                                                      Deadline deadline,
-                                                     FrameLimits limits = FrameLimits());
+                                                     const ConnectOptions& options = {});
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -57,10 +75,15 @@ class Connection {
 
  private:
   Connection(int fd, Endpoint endpoint, FrameLimits limits);
+  Status StartTls(TlsClientContext& tls, Deadline deadline);
+  Status Authenticate(const std::string& secret, const std::string& client_nonce,
+                      const HelloReply& reply, Deadline deadline);
   Status MoveAll(std::span<iovec> iov, Deadline deadline, bool send);
+  Status MoveAllTls(std::span<iovec> iov, Deadline deadline, bool send);
   Status Fail(Status st);  // closes the socket, returns st
 
   int fd_;
+  SSL* ssl_ = nullptr;  // owned; set when the connection is TLS
   Endpoint endpoint_;
   FrameLimits limits_;
   uint64_t next_request_id_ = 1;

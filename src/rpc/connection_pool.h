@@ -15,8 +15,9 @@ class ConnectionPool {
  public:
   // `peer_name` is sent in every HELLO (shows in the server's logs). At most `max_idle` idle
   // connections are kept per endpoint.
+  // `options` (secret, TLS) apply to every connection.
   explicit ConnectionPool(std::string peer_name, size_t max_idle = 8,
-                          FrameLimits limits = FrameLimits());
+                          ConnectOptions options = ConnectOptions());
 
   // A connection on loan; returned to the pool on destruction unless it broke.
   class Lease {
@@ -41,13 +42,17 @@ class ConnectionPool {
   // Closes every idle connection (e.g. after a peer restarted).
   void Clear();
 
+  // Replaces the options of connections made from now on and drops the idle ones (a client
+  // learns its secret and TLS settings in Init, after the pool exists).
+  void SetConnectOptions(ConnectOptions options);
+
  private:
   void Return(std::unique_ptr<Connection> conn);
 
   const std::string peer_name_;
   const size_t max_idle_;
-  const FrameLimits limits_;
   std::mutex mu_;
+  ConnectOptions options_;                                                // guarded by mu_
   std::map<std::string, std::vector<std::unique_ptr<Connection>>> idle_;  // guarded by mu_
 };
 

@@ -1,17 +1,25 @@
 #include "rpc/server.h"
 
 #include <fmt/format.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <spdlog/spdlog.h>
 
 #include <array>
 #include <asio/experimental/as_tuple.hpp>
+#include <asio/ssl.hpp>
 
+#include "rpc/auth.h"
 #include "rpc/kvpool.pb.h"
 
 namespace kvpool::rpc {
 namespace {
 
 constexpr auto kUseTuple = asio::experimental::as_tuple(asio::use_awaitable);
+// Before a connection has authenticated, a frame's meta is at most this (a HELLO or AUTH is
+// ~100 bytes): an anonymous peer cannot make the server allocate more.
+constexpr uint32_t kMaxHandshakeMetaBytes = 4096;
+constexpr const char* kAuthFailed = "authentication failed";
 
 std::string PeerName(const asio::ip::tcp::socket& s) {
   asio::error_code ec;
@@ -20,7 +28,84 @@ std::string PeerName(const asio::ip::tcp::socket& s) {
   return fmt::format("{}:{}", ep.address().to_string(), ep.port());
 }
 
+// Plain TCP: gathered writes and scattered reads straight on the socket.
+class PlainStream : public ServerStream {
+ public:
+  explicit PlainStream(asio::ip::tcp::socket& socket) : socket_(socket) {}
+  asio::awaitable<IoResult> ReadAll(const std::vector<asio::mutable_buffer>& buffers) override {
+    co_return co_await asio::async_read(socket_, buffers, kUseTuple);
+  }
+  asio::awaitable<IoResult> WriteAll(const std::vector<asio::const_buffer>& buffers) override {
+    co_return co_await asio::async_write(socket_, buffers, kUseTuple);
+  }
+  void Close() override {
+    asio::error_code ignored;
+    socket_.close(ignored);
+  }
+
+ private:
+  asio::ip::tcp::socket& socket_;
+};
+
+class TlsStream : public ServerStream {
+ public:
+  TlsStream(asio::ip::tcp::socket socket, asio::ssl::context& ctx) : ssl_(std::move(socket), ctx) {}
+  asio::ssl::stream<asio::ip::tcp::socket>& ssl() { return ssl_; }
+  asio::awaitable<IoResult> ReadAll(const std::vector<asio::mutable_buffer>& buffers) override {
+    co_return co_await asio::async_read(ssl_, buffers, kUseTuple);
+  }
+  asio::awaitable<IoResult> WriteAll(const std::vector<asio::const_buffer>& buffers) override {
+    co_return co_await asio::async_write(ssl_, buffers, kUseTuple);
+  }
+  void Close() override {
+    asio::error_code ignored;
+    ssl_.lowest_layer().close(ignored);
+  }
+
+ private:
+  asio::ssl::stream<asio::ip::tcp::socket> ssl_;
+};
+
+std::string SubjectOf(SSL* ssl) {
+  X509* cert = SSL_get1_peer_certificate(ssl);
+  if (cert == nullptr) return "";
+  char buf[512];
+  X509_NAME_oneline(X509_get_subject_name(cert), buf, sizeof(buf));
+  X509_free(cert);
+  return buf;
+}
+
+// Closes `stream` when the timer fires (a connection that stalls mid-frame or mid-handshake).
+void Arm(asio::steady_timer& watchdog, Clock::duration timeout, ServerStream& stream,
+         std::string name, std::string peer, const char* what) {
+  watchdog.expires_after(timeout);
+  watchdog.async_wait([&stream, name, peer, what](const asio::error_code& e) {
+    if (e) return;
+    spdlog::warn("{}: closing connection from {}: {} not completed in time", name, peer, what);
+    stream.Close();
+  });
+}
+
+// True when the peer's first bytes are a kvpool frame's magic rather than a TLS record: a
+// client without TLS talking to a TLS server, which deserves a clear error instead of a failed
+// handshake.
+asio::awaitable<bool> StartsWithFrameMagic(asio::ip::tcp::socket& socket) {
+  auto [ec] = co_await socket.async_wait(asio::socket_base::wait_read, kUseTuple);
+  if (ec) co_return false;
+  uint8_t first[4];
+  asio::error_code peek_ec;
+  size_t n = socket.receive(asio::buffer(first), asio::socket_base::message_peek, peek_ec);
+  uint32_t magic = static_cast<uint32_t>(first[0]) | static_cast<uint32_t>(first[1]) << 8 |
+                   static_cast<uint32_t>(first[2]) << 16 | static_cast<uint32_t>(first[3]) << 24;
+  co_return !peek_ec && n == sizeof(first) && magic == kMagic;
+}
+
 }  // namespace
+
+PayloadReader::PayloadReader(asio::ip::tcp::socket& socket, uint64_t size)
+    : owned_(std::make_unique<PlainStream>(socket)), stream_(owned_.get()), size_(size) {}
+
+PayloadReader::~PayloadReader() = default;
 
 asio::awaitable<Status> PayloadReader::ReadInto(std::vector<asio::mutable_buffer> buffers) {
   uint64_t total = 0;
@@ -30,7 +115,7 @@ asio::awaitable<Status> PayloadReader::ReadInto(std::vector<asio::mutable_buffer
                      fmt::format("payload is {} bytes, request describes {}", size_, total));
   }
   consumed_ = true;
-  auto [ec, n] = co_await asio::async_read(socket_, buffers, kUseTuple);
+  auto [ec, n] = co_await stream_->ReadAll(buffers);
   if (ec) {
     failed_ = true;
     co_return Status(ErrorCode::TRANSFER_FAIL, fmt::format("payload read: {}", ec.message()));
@@ -44,7 +129,8 @@ asio::awaitable<Status> PayloadReader::Discard() {
   uint64_t left = size_;
   while (left > 0) {
     size_t chunk = std::min<uint64_t>(left, sink.size());
-    auto [ec, n] = co_await asio::async_read(socket_, asio::buffer(sink.data(), chunk), kUseTuple);
+    std::vector<asio::mutable_buffer> one(1, asio::buffer(sink.data(), chunk));
+    auto [ec, n] = co_await stream_->ReadAll(one);
     if (ec) {
       failed_ = true;
       co_return Status(ErrorCode::TRANSFER_FAIL, fmt::format("payload discard: {}", ec.message()));
@@ -72,6 +158,34 @@ Server::Server(ServerOptions options, Service* service)
 
 Server::~Server() { Stop(); }
 
+Status Server::LoadTls() {
+  const SecurityOptions& s = options_.security;
+  auto ctx = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
+  asio::error_code ec;
+  ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                       asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                       asio::ssl::context::no_tlsv1_1 | asio::ssl::context::single_dh_use,
+                   ec);
+  auto failed = [&](const char* flag, const std::string& file) {
+    return Status(ErrorCode::INVALID_PARAMS, fmt::format("{}: cannot load --{}={}: {}",
+                                                         options_.name, flag, file, ec.message()));
+  };
+  ctx->use_certificate_chain_file(s.tls_cert, ec);
+  if (ec) return failed("tls_cert", s.tls_cert);
+  ctx->use_private_key_file(s.tls_key, asio::ssl::context::pem, ec);
+  if (ec) return failed("tls_key", s.tls_key);
+  if (s.tls_verify_client) {
+    ctx->load_verify_file(s.tls_ca, ec);
+    if (ec) return failed("tls_ca", s.tls_ca);
+    ctx->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert, ec);
+  }
+  // No session tickets: clients do not resume, and a ticket arriving after the handshake would
+  // look like unexpected data on an idle pooled connection.
+  SSL_CTX_set_num_tickets(ctx->native_handle(), 0);
+  tls_ = std::move(ctx);
+  return Status::Ok();
+}
+
 Status Server::Start() {
   asio::error_code ec;
   auto addr = asio::ip::make_address(options_.host, ec);
@@ -80,6 +194,7 @@ Status Server::Start() {
         ErrorCode::INVALID_PARAMS,
         fmt::format("{}: bind address '{}' is not an IP address", options_.name, options_.host));
   }
+  if (options_.security.tls_server()) KVPOOL_RETURN_IF_ERROR(LoadTls());
   asio::ip::tcp::endpoint ep(addr, options_.port);
   acceptor_.open(ep.protocol(), ec);
   if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
@@ -90,6 +205,12 @@ Status Server::Start() {
                                                    options_.host, options_.port, ec.message()));
   }
   bound_port_ = acceptor_.local_endpoint().port();
+  if (options_.security.auth_secret.empty() && !addr.is_loopback()) {
+    spdlog::warn(
+        "{}: listening on {}:{} WITHOUT AUTHENTICATION: anyone who can reach this port can read "
+        "and overwrite the pool. Set --auth_secret_file FILE or ${} (docs/security.md).",
+        options_.name, options_.host, bound_port_, kAuthSecretEnv);
+  }
   asio::co_spawn(io_, AcceptLoop(), asio::detached);
   int n = std::max(1, options_.threads);
   for (int i = 0; i < n; ++i) threads_.emplace_back([this] { io_.run(); });
@@ -118,11 +239,53 @@ asio::awaitable<void> Server::AcceptLoop() {
     socket.set_option(asio::ip::tcp::no_delay(true), ec);
     socket.set_option(asio::socket_base::keep_alive(true), ec);
     auto ex = socket.get_executor();
-    asio::co_spawn(ex, Serve(std::move(socket)), asio::detached);
+    asio::co_spawn(ex, Accepted(std::move(socket)), asio::detached);
   }
 }
 
-asio::awaitable<bool> Server::SendReply(asio::ip::tcp::socket& socket, const FrameHeader& request,
+asio::awaitable<void> Server::Accepted(asio::ip::tcp::socket socket) {
+  ConnectionContext context;
+  context.peer = PeerName(socket);
+  if (tls_ == nullptr) {
+    PlainStream stream(socket);
+    co_await Serve(stream, context);
+    co_return;
+  }
+  TlsStream stream(std::move(socket), *tls_);
+  asio::steady_timer watchdog(stream.ssl().get_executor());
+  Arm(watchdog, options_.frame_timeout, stream, options_.name, context.peer, "TLS handshake");
+  if (co_await StartsWithFrameMagic(stream.ssl().next_layer())) {
+    co_await RefusePlain(stream.ssl().next_layer(), context.peer);
+    co_return;
+  }
+  auto [ec] = co_await stream.ssl().async_handshake(asio::ssl::stream_base::server, kUseTuple);
+  watchdog.cancel();
+  if (ec) {
+    spdlog::warn("{}: TLS handshake with {} failed: {}", options_.name, context.peer, ec.message());
+    co_return;
+  }
+  context.tls = true;
+  context.tls_peer_subject = SubjectOf(stream.ssl().native_handle());
+  co_await Serve(stream, context);
+}
+
+asio::awaitable<void> Server::RefusePlain(asio::ip::tcp::socket& socket, const std::string& peer) {
+  PlainStream plain(socket);
+  uint8_t hb[kFrameHeaderBytes];
+  std::vector<asio::mutable_buffer> header_buf(1, asio::buffer(hb));
+  auto [ec, n] = co_await plain.ReadAll(header_buf);
+  if (ec) co_return;
+  auto h = DecodeFrameHeader(hb, options_.limits);
+  if (!h.ok()) co_return;
+  spdlog::warn("{}: refusing plain (non-TLS) connection from {}", options_.name, peer);
+  Status refused(ErrorCode::UNAVAILABLE_IN_CURRENT_MODE,
+                 fmt::format("{} requires TLS: give the client --tls_ca (the CA that signed the "
+                             "server's certificate)",
+                             options_.name));
+  co_await SendReply(plain, *h, Reply::Error(refused));
+}
+
+asio::awaitable<bool> Server::SendReply(ServerStream& stream, const FrameHeader& request,
                                         const Reply& reply) {
   std::string meta_holder;
   const std::string* meta = &reply.meta;
@@ -149,18 +312,23 @@ asio::awaitable<bool> Server::SendReply(asio::ip::tcp::socket& socket, const Fra
     }
   }
   EncodeFrameHeader(h, header);
-  auto [ec, n] = co_await asio::async_write(socket, out, kUseTuple);
+  auto [ec, n] = co_await stream.WriteAll(out);
   co_return !ec;
 }
 
-asio::awaitable<bool> Server::Handshake(asio::ip::tcp::socket& socket, const FrameHeader& h,
-                                        const std::string& meta, const std::string& peer) {
+asio::awaitable<bool> Server::Greet(ServerStream& stream, const FrameHeader& h,
+                                    const std::string& meta, ConnectionContext& context,
+                                    std::string& server_nonce, std::string& client_nonce) {
+  const std::string& peer = context.peer;
   if (h.method != HELLO) {
     spdlog::warn("{}: closing connection from {}: first frame is method {}, not HELLO",
                  options_.name, peer, h.method);
+    if (!options_.security.auth_secret.empty()) {
+      co_await SendReply(stream, h, Reply::Error(Status(ErrorCode::ILLEGAL_CLIENT, kAuthFailed)));
+    }
     co_return false;
   }
-  Hello hello;
+  rpc::Hello hello;
   if (!hello.ParseFromString(meta)) {
     spdlog::warn("{}: closing connection from {}: unparsable HELLO", options_.name, peer);
     co_return false;
@@ -169,24 +337,72 @@ asio::awaitable<bool> Server::Handshake(asio::ip::tcp::socket& socket, const Fra
     std::string msg = fmt::format("{} speaks protocol version {}, peer {} speaks {}", options_.name,
                                   kProtocolVersion, peer, h.version);
     spdlog::warn("{}: closing connection: {}", options_.name, msg);
-    co_await SendReply(socket, h, Reply::Error(Status(ErrorCode::INVALID_VERSION, msg)));
+    co_await SendReply(stream, h, Reply::Error(Status(ErrorCode::INVALID_VERSION, msg)));
     co_return false;
   }
+  context.peer_name = hello.peer_name();
   spdlog::debug("{}: connection from {} ({})", options_.name, peer, hello.peer_name());
   HelloReply reply;
   reply.set_protocol_version(kProtocolVersion);
   reply.set_server_name(options_.name);
-  co_return co_await SendReply(socket, h, Reply::Of(reply));
+  const std::string& secret = options_.security.auth_secret;
+  if (!secret.empty()) {
+    if (hello.client_nonce().size() != kAuthNonceBytes) {
+      spdlog::warn(
+          "{}: refusing connection from {} ({}): it does not authenticate (no secret "
+          "configured on that side?)",
+          options_.name, peer, hello.peer_name());
+      co_await SendReply(
+          stream, h,
+          Reply::Error(Status(ErrorCode::ILLEGAL_CLIENT,
+                              fmt::format("{}: this server requires the shared secret "
+                                          "(--auth_secret_file or ${})",
+                                          kAuthFailed, kAuthSecretEnv))));
+      co_return false;
+    }
+    client_nonce = hello.client_nonce();
+    server_nonce = MakeAuthNonce();
+    reply.set_server_nonce(server_nonce);
+    reply.set_server_proof(AuthProof(secret, kServerLabel, client_nonce, server_nonce));
+  }
+  co_return co_await SendReply(stream, h, Reply::Of(reply));
 }
 
-asio::awaitable<void> Server::Serve(asio::ip::tcp::socket socket) {
-  const std::string peer = PeerName(socket);
-  asio::steady_timer watchdog(socket.get_executor());
+asio::awaitable<bool> Server::CheckAuth(ServerStream& stream, const FrameHeader& h,
+                                        const std::string& meta, ConnectionContext& context,
+                                        const std::string& server_nonce,
+                                        const std::string& client_nonce) {
+  // Nothing but the proof is looked at: the generic reply tells the peer nothing else.
+  Auth auth;
+  bool ok = h.method == AUTH && auth.ParseFromString(meta) &&
+            ProofMatches(
+                AuthProof(options_.security.auth_secret, kClientLabel, client_nonce, server_nonce),
+                auth.client_proof());
+  if (!ok) {
+    spdlog::warn("{}: refusing connection from {} ({}): {} (method {})", options_.name,
+                 context.peer, context.peer_name, kAuthFailed, h.method);
+    co_await SendReply(stream, h, Reply::Error(Status(ErrorCode::ILLEGAL_CLIENT, kAuthFailed)));
+    co_return false;
+  }
+  context.authenticated = true;
+  co_return co_await SendReply(stream, h, Reply::Of(Empty()));
+}
+
+asio::awaitable<void> Server::Serve(ServerStream& stream, ConnectionContext& context) {
+  const std::string& peer = context.peer;
+  const bool needs_auth = !options_.security.auth_secret.empty();
+  asio::steady_timer watchdog(co_await asio::this_coro::executor);
+  // A new connection must finish its handshake (HELLO, AUTH) within frame_timeout.
+  Arm(watchdog, options_.frame_timeout, stream, options_.name, peer, "handshake");
   std::string meta;
+  std::string server_nonce;
+  std::string client_nonce;
   bool greeted = false;
   for (;;) {
+    const bool handshaking = !greeted || (needs_auth && !context.authenticated);
     uint8_t hb[kFrameHeaderBytes];
-    auto [ec, n] = co_await asio::async_read(socket, asio::buffer(hb), kUseTuple);
+    std::vector<asio::mutable_buffer> header_buf(1, asio::buffer(hb));
+    auto [ec, n] = co_await stream.ReadAll(header_buf);
     if (ec) {
       if (ec != asio::error::eof && ec != asio::error::operation_aborted) {
         spdlog::debug("{}: connection from {} ended: {}", options_.name, peer, ec.message());
@@ -199,17 +415,24 @@ asio::awaitable<void> Server::Serve(asio::ip::tcp::socket socket) {
                    h.status().ToString());
       co_return;
     }
+    if (handshaking && (h->meta_len > kMaxHandshakeMetaBytes || h->payload_len != 0)) {
+      spdlog::warn(
+          "{}: closing connection from {}: {} bytes of meta and {} of payload before "
+          "the handshake completed",
+          options_.name, peer, h->meta_len, h->payload_len);
+      if (needs_auth) {
+        co_await SendReply(stream, *h,
+                           Reply::Error(Status(ErrorCode::ILLEGAL_CLIENT, kAuthFailed)));
+      }
+      co_return;
+    }
     // Once a frame has started it must be read, handled and answered within frame_timeout.
-    watchdog.expires_after(options_.frame_timeout);
-    watchdog.async_wait([&socket, this, peer](const asio::error_code& e) {
-      if (e) return;
-      spdlog::warn("{}: closing connection from {}: frame not completed in time", options_.name,
-                   peer);
-      asio::error_code ignored;
-      socket.close(ignored);
-    });
+    if (!handshaking) {
+      Arm(watchdog, options_.frame_timeout, stream, options_.name, peer, "frame");
+    }
     meta.resize(h->meta_len);
-    auto [mec, mn] = co_await asio::async_read(socket, asio::buffer(meta), kUseTuple);
+    std::vector<asio::mutable_buffer> meta_buf(1, asio::buffer(meta));
+    auto [mec, mn] = co_await stream.ReadAll(meta_buf);
     if (mec) {
       spdlog::warn("{}: closing connection from {}: truncated frame ({})", options_.name, peer,
                    mec.message());
@@ -221,8 +444,13 @@ asio::awaitable<void> Server::Serve(asio::ip::tcp::socket socket) {
       co_return;
     }
     if (!greeted) {
-      if (!co_await Handshake(socket, *h, meta, peer)) co_return;
+      if (!co_await Greet(stream, *h, meta, context, server_nonce, client_nonce)) co_return;
       greeted = true;
+      if (!needs_auth) watchdog.cancel();
+      continue;
+    }
+    if (needs_auth && !context.authenticated) {
+      if (!co_await CheckAuth(stream, *h, meta, context, server_nonce, client_nonce)) co_return;
       watchdog.cancel();
       continue;
     }
@@ -231,14 +459,14 @@ asio::awaitable<void> Server::Serve(asio::ip::tcp::socket socket) {
                    h->version);
       co_return;
     }
-    PayloadReader payload(socket, h->payload_len);
-    Reply reply = co_await service_->Handle(*h, meta, payload);
+    PayloadReader payload(stream, h->payload_len);
+    Reply reply = co_await service_->HandleFrom(context, *h, meta, payload);
     if (!payload.consumed()) co_await payload.Discard();
     if (payload.failed()) {
       spdlog::warn("{}: closing connection from {}: payload truncated", options_.name, peer);
       co_return;
     }
-    if (!co_await SendReply(socket, *h, reply)) co_return;
+    if (!co_await SendReply(stream, *h, reply)) co_return;
     watchdog.cancel();
   }
 }

@@ -1,5 +1,13 @@
 // The server side of kvpool's protocol: accepts TCP connections, checks every frame, performs
-// the HELLO handshake and hands each request to a Service. Built on Asio with C++20 coroutines.
+// the HELLO handshake (with authentication and TLS when configured: docs/security.md) and hands
+// each request to a Service. Built on Asio with C++20 coroutines.
+//
+// Security. With a shared secret (ServerOptions::security.auth_secret) a connection must
+// complete the challenge-response of rpc/auth.h right after HELLO; any other frame before that,
+// a wrong proof, or a handshake not done within `frame_timeout` closes it with one generic
+// ILLEGAL_CLIENT "authentication failed" reply. No request is parsed or handed to the Service
+// before then. With a certificate (security.tls_cert) every connection is TLS; with
+// security.tls_verify_client the client must present a certificate signed by security.tls_ca.
 //
 // Faults it contains: a malformed, truncated, oversized or out-of-order frame, or a frame that
 // does not arrive whole within `frame_timeout`, closes that one connection with a log line; the
@@ -15,18 +23,51 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "common/time.h"
 #include "kvpool/status.h"
 #include "rpc/frame.h"
+#include "rpc/security_options.h"
+
+namespace asio::ssl {
+class context;
+}  // namespace asio::ssl
 
 namespace kvpool::rpc {
+
+using IoResult = std::tuple<asio::error_code, size_t>;
+
+// The byte stream of one server connection: plain TCP or TLS. Used by one coroutine at a time.
+class ServerStream {
+ public:
+  virtual ~ServerStream() = default;
+  // Reads until every buffer is full (or an error).
+  virtual asio::awaitable<IoResult> ReadAll(const std::vector<asio::mutable_buffer>& buffers) = 0;
+  // Writes every buffer (or fails).
+  virtual asio::awaitable<IoResult> WriteAll(const std::vector<asio::const_buffer>& buffers) = 0;
+  // Closes the socket; pending operations complete with an error. Safe from a timer handler.
+  virtual void Close() = 0;
+};
+
+// What the server knows about one connection, for the Service (see Service::HandleFrom).
+// Later per-tenant identity hangs here.
+struct ConnectionContext {
+  std::string peer;              // "ip:port"
+  std::string peer_name;         // what the client said in HELLO (untrusted, for logs)
+  bool authenticated = false;    // proved the shared secret (false when the server has none)
+  bool tls = false;              // the connection is TLS
+  std::string tls_peer_subject;  // the client certificate's subject (mutual TLS), else ""
+};
 
 // A request's raw payload, still in the socket. Valid only while Service::Handle runs.
 class PayloadReader {
  public:
-  PayloadReader(asio::ip::tcp::socket& socket, uint64_t size) : socket_(socket), size_(size) {}
+  PayloadReader(ServerStream& stream, uint64_t size) : stream_(&stream), size_(size) {}
+  // Over a bare socket (tests and fuzz targets). `socket` must outlive the reader.
+  PayloadReader(asio::ip::tcp::socket& socket, uint64_t size);
+  ~PayloadReader();
 
   uint64_t size() const { return size_; }
   bool consumed() const { return consumed_; }
@@ -40,7 +81,8 @@ class PayloadReader {
   asio::awaitable<Status> Discard();
 
  private:
-  asio::ip::tcp::socket& socket_;
+  std::unique_ptr<ServerStream> owned_;  // set by the socket constructor
+  ServerStream* stream_;
   uint64_t size_;
   bool consumed_ = false;
   bool failed_ = false;
@@ -68,6 +110,13 @@ class Service {
   // server's threads; implementations are thread-safe. An unread payload is discarded after.
   virtual asio::awaitable<Reply> Handle(const FrameHeader& header, std::string_view meta,
                                         PayloadReader& payload) = 0;
+  // What the server calls: Handle plus who is asking. Override to use the connection's
+  // identity (authentication, TLS subject); the default ignores it.
+  virtual asio::awaitable<Reply> HandleFrom(const ConnectionContext& context,
+                                            const FrameHeader& header, std::string_view meta,
+                                            PayloadReader& payload) {
+    co_return co_await Handle(header, meta, payload);
+  }
 };
 
 struct ServerOptions {
@@ -77,6 +126,8 @@ struct ServerOptions {
   int threads = 2;               // I/O threads
   FrameLimits limits;
   Clock::duration frame_timeout = std::chrono::seconds(60);  // one frame in and its reply out
+  // Secret (empty: no authentication) and TLS files; see the file comment.
+  SecurityOptions security;
 };
 
 class Server {
@@ -87,8 +138,10 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Binds, listens and starts the I/O threads. Errors: RPC_FAIL naming the address when the
-  // port is taken or the host is not local.
+  // Binds, listens and starts the I/O threads. Logs a warning when the address is reachable
+  // beyond loopback and no secret is set. Errors: RPC_FAIL naming the address when the port is
+  // taken or the host is not local; INVALID_PARAMS naming the file when a TLS certificate, key
+  // or CA cannot be loaded.
   Status Start();
   // Stops accepting, closes every connection and joins the threads. Idempotent.
   void Stop();
@@ -96,14 +149,22 @@ class Server {
   uint16_t port() const { return bound_port_; }
 
  private:
+  Status LoadTls();
   asio::awaitable<void> AcceptLoop();
-  asio::awaitable<void> Serve(asio::ip::tcp::socket socket);
-  asio::awaitable<bool> Handshake(asio::ip::tcp::socket& socket, const FrameHeader& h,
-                                  const std::string& meta, const std::string& peer);
-  asio::awaitable<bool> SendReply(asio::ip::tcp::socket& socket, const FrameHeader& request,
+  asio::awaitable<void> Accepted(asio::ip::tcp::socket socket);
+  asio::awaitable<void> RefusePlain(asio::ip::tcp::socket& socket, const std::string& peer);
+  asio::awaitable<void> Serve(ServerStream& stream, ConnectionContext& context);
+  asio::awaitable<bool> Greet(ServerStream& stream, const FrameHeader& h, const std::string& meta,
+                              ConnectionContext& context, std::string& server_nonce,
+                              std::string& client_nonce);
+  asio::awaitable<bool> CheckAuth(ServerStream& stream, const FrameHeader& h,
+                                  const std::string& meta, ConnectionContext& context,
+                                  const std::string& server_nonce, const std::string& client_nonce);
+  asio::awaitable<bool> SendReply(ServerStream& stream, const FrameHeader& request,
                                   const Reply& reply);
 
   ServerOptions options_;
+  std::unique_ptr<asio::ssl::context> tls_;  // set by Start when security.tls_server()
   Service* service_;
   asio::io_context io_;
   asio::ip::tcp::acceptor acceptor_;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "client/client_security.h"
 #include "common/units.h"
 #include "kvpool/client.h"
 
@@ -24,6 +25,7 @@ Result<std::unique_ptr<Client>> Connect(const ClientCommandOptions& o) {
   co.master_server_address = o.master;
   co.rpc_timeout = std::chrono::milliseconds(o.timeout_ms);
   co.transfer_timeout = std::chrono::milliseconds(std::max(o.timeout_ms, 30000));
+  client::ApplySecurityFlags(o.security, co);
   return Client::Setup(co);
 }
 
@@ -138,6 +140,7 @@ void AddClientCommands(CLI::App& app, ClientCommandOptions& o, int& exit_code) {
   auto add_common = [&o](CLI::App* cmd) {
     cmd->add_option("--master", o.master, "Master host:port")->capture_default_str();
     cmd->add_option("--timeout_ms", o.timeout_ms, "Deadline of each call")->capture_default_str();
+    rpc::AddSecurityFlags(*cmd, o.security, /*server=*/false);
   };
   auto* put = app.add_subcommand("put", "Store FILE's bytes under KEY");
   put->add_option("KEY", o.key)->required();

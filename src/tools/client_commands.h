@@ -6,6 +6,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "rpc/security_options.h"
+
 namespace kvpool::tools {
 
 struct ClientCommandOptions {
@@ -15,6 +17,7 @@ struct ClientCommandOptions {
   std::string path;                        // FILE argument
   bool force = false;                      // rm --force
   bool json = false;                       // stat --json
+  rpc::SecurityOptions security;           // --auth_secret_file, --tls_* (docs/security.md)
 };
 
 // Registers put/get/exists/rm/stat as subcommands of `app`; `exit_code` receives the result of

@@ -53,6 +53,10 @@ int main(int argc, char** argv) {
       std::cerr << "kvpool master: " << st.ToString() << "\n";
       return 2;
     }
+    if (auto st = kvpool::rpc::ResolveAuthSecret(master_options.security); !st.ok()) {
+      std::cerr << "kvpool master: " << st.ToString() << "\n";
+      return 2;
+    }
     return kvpool::master::RunMaster(master_options);
   }
   if (node->parsed()) {

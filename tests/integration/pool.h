@@ -87,8 +87,21 @@ class Pool {
     return false;
   }
 
+  // Security settings every client of this pool gets unless it sets its own (the pool's own
+  // checks, such as WaitForSegments, use them too). See security_test.cc.
+  void SetClientSecurity(ClientOptions security) { security_ = std::move(security); }
+
   std::unique_ptr<Client> NewClient(ClientOptions o = {}) {
     o.master_server_address = master_address();
+    if (o.auth_secret.empty() && o.auth_secret_file.empty()) {
+      o.auth_secret = security_.auth_secret;
+      o.auth_secret_file = security_.auth_secret_file;
+    }
+    if (o.tls_ca_file.empty()) {
+      o.tls_ca_file = security_.tls_ca_file;
+      o.tls_cert_file = security_.tls_cert_file;
+      o.tls_key_file = security_.tls_key_file;
+    }
     auto c = Client::Setup(o);
     EXPECT_TRUE(c.ok()) << c.status().ToString();
     return c.ok() ? std::move(c).value() : nullptr;
@@ -106,6 +119,7 @@ class Pool {
 
  private:
   std::vector<std::string> master_flags_;
+  ClientOptions security_;
   uint16_t master_port_;
   std::unique_ptr<Process> master_;
   std::vector<std::unique_ptr<Process>> nodes_;

@@ -172,6 +172,7 @@ bool BenchOptions::NeedsPool() const {
 
 void AddBenchFlags(CLI::App& cmd, BenchOptions& o) {
   cmd.add_option("--master", o.master, "Use this running pool (host:port) instead of starting one");
+  rpc::AddSecurityFlags(cmd, o.security, /*server=*/true);
   cmd.add_option("--local_node", o.local_node,
                  "With --master: the local node (host:port) standalone mode attaches to");
   cmd.add_option("--mode", o.modes,

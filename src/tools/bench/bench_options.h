@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kvpool/status.h"
+#include "rpc/security_options.h"
 
 namespace kvpool::tools::bench {
 
@@ -68,6 +69,9 @@ struct BenchOptions {
   // --peers: other stores the remote put/get rows are compared with: "redis" (default; skipped
   // with a note when no redis-server is installed) or "none".
   std::string peers = "redis";
+  // --auth_secret_file, --tls_*: for the bench's clients and, passed on, its private pool's
+  // master and nodes (docs/security.md). $KVPOOL_AUTH_SECRET reaches them by inheritance.
+  rpc::SecurityOptions security;
   HicacheOptions hicache;
   // --master_objects: objects the master_memory workload puts into an in-process master core.
   uint64_t master_objects = 5'000'000;

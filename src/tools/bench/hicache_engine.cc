@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "client/client_security.h"
 #include "tools/bench/stats.h"
 
 namespace kvpool::tools::bench {
@@ -34,6 +35,7 @@ Status Engine::Setup() {
     ClientOptions co;
     co.master_server_address = ctx_.master_address;
     if (ctx_.mode == Mode::kEmbedded) co.global_segment_size = o.segment_bytes / o.hicache.engines;
+    client::ApplySecurityFlags(o.security, co);
     c = Client::Setup(co);
   }
   if (!c.ok()) return c.status();

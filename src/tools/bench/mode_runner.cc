@@ -6,6 +6,7 @@
 #include <iostream>
 #include <thread>
 
+#include "client/client_security.h"
 #include "common/random_id.h"
 #include "common/units.h"
 #include "kvpool/client.h"
@@ -23,6 +24,7 @@ Result<std::unique_ptr<LocalPool>> StartPool(const BenchOptions& o, Mode mode,
   PoolSpec spec;
   spec.nodes = mode == Mode::kEmbedded ? 0 : o.node_count;
   spec.segment_bytes = o.segment_bytes;
+  spec.security = o.security;
   const auto t0 = BenchClock::now();
   auto pool = LocalPool::Start(spec, stop);
   if (!pool.ok()) return pool.status();
@@ -63,6 +65,7 @@ Result<std::unique_ptr<Client>> ModeClient(const BenchOptions& o, Mode mode,
   co.master_server_address = master;
   co.global_segment_size = mode == Mode::kEmbedded && rows_wanted ? o.segment_bytes : 0;
   co.prefault_segment = true;  // as the private pool's nodes (--prefault): no first-touch faults
+  client::ApplySecurityFlags(o.security, co);
   return Client::Setup(co);
 }
 

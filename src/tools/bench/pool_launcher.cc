@@ -9,6 +9,7 @@
 #include <chrono>
 #include <thread>
 
+#include "client/client_security.h"
 #include "kvpool/client.h"
 
 namespace kvpool::tools::bench {
@@ -53,18 +54,39 @@ uint16_t FreeLoopbackPort() {
   return port;
 }
 
+namespace {
+
+// The security flags a private pool's master and nodes get (the secret by file; a secret from
+// the environment reaches them by inheritance).
+void AppendSecurityArgs(const rpc::SecurityOptions& s, std::vector<std::string>& args) {
+  auto add = [&args](const char* flag, const std::string& value) {
+    if (value.empty()) return;
+    args.push_back(flag);
+    args.push_back(value);
+  };
+  add("--auth_secret_file", s.auth_secret_file);
+  add("--tls_cert", s.tls_cert);
+  add("--tls_key", s.tls_key);
+  add("--tls_ca", s.tls_ca);
+  if (s.tls_verify_client) add("--tls_verify_client", "true");
+}
+
+}  // namespace
+
 Result<std::unique_ptr<LocalPool>> LocalPool::Start(const PoolSpec& spec, std::stop_token stop) {
   std::unique_ptr<LocalPool> pool(new LocalPool());
-  KVPOOL_RETURN_IF_ERROR(pool->StartMaster(stop));
+  KVPOOL_RETURN_IF_ERROR(pool->StartMaster(spec, stop));
   KVPOOL_RETURN_IF_ERROR(pool->StartNodes(spec, stop));
   return pool;
 }
 
-Status LocalPool::StartMaster(std::stop_token stop) {
+Status LocalPool::StartMaster(const PoolSpec& spec, std::stop_token stop) {
   master_port_ = FreeLoopbackPort();
-  auto m = ChildProcess::Start(
-      "master", {"master", "--rpc_host", "127.0.0.1", "--rpc_port", std::to_string(master_port_),
-                 "--metrics_port", "0", "--log_level", "warn"});
+  std::vector<std::string> args = {
+      "master",         "--rpc_host", "127.0.0.1",   "--rpc_port", std::to_string(master_port_),
+      "--metrics_port", "0",          "--log_level", "warn"};
+  AppendSecurityArgs(spec.security, args);
+  auto m = ChildProcess::Start("master", args);
   if (!m.ok()) return m.status();
   master_ = std::move(m).value();
   auto end = std::chrono::steady_clock::now() + kStartTimeout;
@@ -85,17 +107,27 @@ Status LocalPool::StartNodes(const PoolSpec& spec, std::stop_token stop) {
   if (spec.nodes == 0) return Status::Ok();
   for (int i = 0; i < spec.nodes; ++i) {
     uint16_t port = FreeLoopbackPort();
-    auto n = ChildProcess::Start(
-        fmt::format("node {} (127.0.0.1:{})", i, port),
-        {"node", "--host", "127.0.0.1", "--port", std::to_string(port), "--master_server_address",
-         master_address(), "--global_segment_size", std::to_string(spec.segment_bytes),
-         "--prefault", "--log_level", "warn"});
+    std::vector<std::string> args = {"node",
+                                     "--host",
+                                     "127.0.0.1",
+                                     "--port",
+                                     std::to_string(port),
+                                     "--master_server_address",
+                                     master_address(),
+                                     "--global_segment_size",
+                                     std::to_string(spec.segment_bytes),
+                                     "--prefault",
+                                     "--log_level",
+                                     "warn"};
+    AppendSecurityArgs(spec.security, args);
+    auto n = ChildProcess::Start(fmt::format("node {} (127.0.0.1:{})", i, port), args);
     if (!n.ok()) return n.status();
     nodes_.push_back(std::move(n).value());
     node_ports_.push_back(port);
   }
   ClientOptions co;
   co.master_server_address = master_address();
+  client::ApplySecurityFlags(spec.security, co);
   auto client = Client::Setup(co);
   if (!client.ok()) return client.status();
   auto end = std::chrono::steady_clock::now() + kStartTimeout;

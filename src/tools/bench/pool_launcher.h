@@ -9,13 +9,15 @@
 #include <vector>
 
 #include "kvpool/status.h"
+#include "rpc/security_options.h"
 #include "tools/bench/child_process.h"
 
 namespace kvpool::tools::bench {
 
 struct PoolSpec {
-  int nodes = 1;               // storage nodes; 0 starts only the master (embedded mode)
-  uint64_t segment_bytes = 0;  // DRAM each node serves
+  int nodes = 1;                  // storage nodes; 0 starts only the master (embedded mode)
+  uint64_t segment_bytes = 0;     // DRAM each node serves
+  rpc::SecurityOptions security;  // passed to the master and nodes as flags
 };
 
 class LocalPool {
@@ -39,7 +41,7 @@ class LocalPool {
 
  private:
   LocalPool() = default;
-  Status StartMaster(std::stop_token stop);
+  Status StartMaster(const PoolSpec& spec, std::stop_token stop);
   Status StartNodes(const PoolSpec& spec, std::stop_token stop);
 
   uint16_t master_port_ = 0;

@@ -1,0 +1,42 @@
+#include "rpc/auth.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace kvpool::rpc {
+
+std::string MakeAuthNonce() {
+  std::string nonce(kAuthNonceBytes, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(nonce.data()), static_cast<int>(nonce.size())) !=
+      1) {
+    std::fprintf(stderr, "kvpool: the OpenSSL random generator failed; refusing to continue\n");
+    std::abort();
+  }
+  return nonce;
+}
+
+std::string AuthProof(std::string_view secret, std::string_view label,
+                      std::string_view client_nonce, std::string_view server_nonce) {
+  std::string message;
+  message.reserve(label.size() + client_nonce.size() + server_nonce.size());
+  message.append(label).append(client_nonce).append(server_nonce);
+  std::string out(EVP_MAX_MD_SIZE, '\0');
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+       reinterpret_cast<const unsigned char*>(message.data()), message.size(),
+       reinterpret_cast<unsigned char*>(out.data()), &len);
+  out.resize(len);
+  return out;
+}
+
+bool ProofMatches(std::string_view expected, std::string_view got) {
+  if (expected.size() != got.size() || expected.empty()) return false;
+  return CRYPTO_memcmp(expected.data(), got.data(), expected.size()) == 0;
+}
+
+}  // namespace kvpool::rpc

@@ -1,0 +1,280 @@
+// Authentication and TLS on real sockets: the right secret works; a missing or wrong one is
+// refused before the service sees any request; TLS round-trips (with and without client
+// certificates); mismatched TLS settings fail fast with a clear error.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "rpc/auth.h"
+#include "rpc/connection.h"
+#include "rpc/connection_pool.h"
+#include "rpc/kvpool.pb.h"
+#include "rpc/server.h"
+#include "rpc/test_certs.h"
+
+namespace kvpool::rpc {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// WRITE stores the payload, READ returns it; counts every request it is handed.
+class CountingEcho : public Service {
+ public:
+  asio::awaitable<Reply> Handle(const FrameHeader& h, std::string_view,
+                                PayloadReader& payload) override {
+    ++handled;
+    if (h.method == WRITE) {
+      stored_.resize(payload.size());
+      std::vector<asio::mutable_buffer> into(1, asio::buffer(stored_));
+      Status st = co_await payload.ReadInto(std::move(into));
+      if (!st.ok()) co_return Reply::Error(st);
+      co_return Reply::Of(Empty());
+    }
+    Reply r = Reply::Of(Empty());
+    r.payload.push_back(asio::buffer(stored_));
+    co_return r;
+  }
+  std::atomic<int> handled{0};
+  std::string stored_;
+};
+
+class SecureServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { certs_ = TestCerts::Generate().release(); }
+  static void TearDownTestSuite() {
+    delete certs_;
+    certs_ = nullptr;
+  }
+  void SetUp() override { ASSERT_FALSE(certs_->dir.empty()) << "openssl could not make certs"; }
+
+  void StartServer(SecurityOptions security) {
+    ServerOptions o;
+    o.host = "127.0.0.1";
+    o.limits.max_payload_bytes = 1 << 20;
+    o.frame_timeout = milliseconds(500);
+    o.security = std::move(security);
+    server_ = std::make_unique<Server>(o, &service_);
+    Status st = server_->Start();
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    ep_ = Endpoint{"127.0.0.1", server_->port()};
+  }
+  static Deadline Soon() { return DeadlineAfter(seconds(5)); }
+  static SecurityOptions ServerTls(bool verify_client) {
+    SecurityOptions s;
+    s.tls_cert = certs_->server_cert;
+    s.tls_key = certs_->server_key;
+    s.tls_ca = certs_->ca;
+    s.tls_verify_client = verify_client;
+    return s;
+  }
+  static ConnectOptions ClientTls(const std::string& ca, bool with_cert) {
+    SecurityOptions s;
+    s.tls_ca = ca;
+    if (with_cert) {
+      s.tls_cert = certs_->client_cert;
+      s.tls_key = certs_->client_key;
+    }
+    auto ctx = TlsClientContext::Create(s);
+    EXPECT_TRUE(ctx.ok()) << ctx.status().ToString();
+    ConnectOptions c;
+    if (ctx.ok()) c.tls = *ctx;
+    return c;
+  }
+  // A 64 KiB payload written and read back byte-exact.
+  void ExpectRoundTrip(const ConnectOptions& options) {
+    auto c = Connection::Connect(ep_, "t", Soon(), options);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    std::string data(64 << 10, '\0');
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 131 + 7);
+    iovec out{data.data(), data.size()};
+    Empty resp;
+    ASSERT_TRUE((*c)->Call(WRITE, Empty(), &resp, {&out, 1}, {}, Soon()).ok());
+    std::string back(data.size(), '\0');
+    iovec in{back.data(), back.size()};
+    Status st = (*c)->Call(READ, Empty(), &resp, {}, {&in, 1}, Soon());
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    EXPECT_EQ(back, data);
+    EXPECT_TRUE((*c)->StillOpen());  // an idle pooled connection stays usable
+  }
+
+  static TestCerts* certs_;
+  CountingEcho service_;
+  std::unique_ptr<Server> server_;
+  Endpoint ep_;
+};
+TestCerts* SecureServerTest::certs_ = nullptr;
+
+SecurityOptions WithSecret(std::string secret) {
+  SecurityOptions s;
+  s.auth_secret = std::move(secret);
+  return s;
+}
+
+ConnectOptions Secret(std::string secret) {
+  ConnectOptions c;
+  c.auth_secret = std::move(secret);
+  return c;
+}
+
+TEST(AuthProofTest, DependsOnSecretLabelAndBothNonces) {
+  std::string cn = MakeAuthNonce(), sn = MakeAuthNonce();
+  EXPECT_NE(cn, sn);
+  std::string p = AuthProof("s", kClientLabel, cn, sn);
+  EXPECT_EQ(p.size(), kAuthProofBytes);
+  EXPECT_TRUE(ProofMatches(p, AuthProof("s", kClientLabel, cn, sn)));
+  EXPECT_FALSE(ProofMatches(p, AuthProof("t", kClientLabel, cn, sn)));
+  EXPECT_FALSE(ProofMatches(p, AuthProof("s", kServerLabel, cn, sn)));
+  EXPECT_FALSE(ProofMatches(p, AuthProof("s", kClientLabel, sn, cn)));
+  EXPECT_FALSE(ProofMatches(p, p.substr(1)));
+  EXPECT_FALSE(ProofMatches("", ""));
+}
+
+TEST_F(SecureServerTest, RightSecretRoundTrips) {
+  StartServer(WithSecret("s3cret"));
+  ExpectRoundTrip(Secret("s3cret"));
+}
+
+TEST_F(SecureServerTest, MissingOrWrongSecretIsRefusedBeforeAnyRequest) {
+  StartServer(WithSecret("s3cret"));
+  auto none = Connection::Connect(ep_, "t", Soon());
+  EXPECT_EQ(none.code(), ErrorCode::ILLEGAL_CLIENT);
+  EXPECT_NE(none.status().message().find("authentication failed"), std::string::npos);
+  auto wrong = Connection::Connect(ep_, "t", Soon(), Secret("guess"));
+  EXPECT_EQ(wrong.code(), ErrorCode::ILLEGAL_CLIENT);
+  EXPECT_EQ(service_.handled.load(), 0);
+}
+
+TEST_F(SecureServerTest, ClientWithSecretRefusesServerWithout) {
+  StartServer(SecurityOptions());
+  auto c = Connection::Connect(ep_, "t", Soon(), Secret("s3cret"));
+  EXPECT_EQ(c.code(), ErrorCode::ILLEGAL_CLIENT);
+  EXPECT_NE(c.status().message().find("does not authenticate"), std::string::npos);
+}
+
+// A raw peer that skips AUTH and sends a READ gets one generic error and a closed socket; the
+// service never runs, so nothing (not even whether data exists) leaks.
+TEST_F(SecureServerTest, RequestBeforeAuthGetsGenericErrorAndClose) {
+  StartServer(WithSecret("s3cret"));
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(ep_.port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  auto send_frame = [&](uint16_t method, const std::string& meta) {
+    FrameHeader h;
+    h.method = method;
+    h.request_id = 1;
+    h.meta_len = static_cast<uint32_t>(meta.size());
+    uint8_t hb[kFrameHeaderBytes];
+    EncodeFrameHeader(h, hb);
+    ASSERT_EQ(::write(fd, hb, sizeof(hb)), static_cast<ssize_t>(sizeof(hb)));
+    ASSERT_EQ(::write(fd, meta.data(), meta.size()), static_cast<ssize_t>(meta.size()));
+  };
+  auto read_header = [&]() -> Result<FrameHeader> {
+    uint8_t hb[kFrameHeaderBytes];
+    size_t got = 0;
+    while (got < sizeof(hb)) {
+      ssize_t n = ::read(fd, hb + got, sizeof(hb) - got);
+      if (n <= 0) return Status(ErrorCode::RPC_FAIL, "closed");
+      got += static_cast<size_t>(n);
+    }
+    auto h = DecodeFrameHeader(hb, FrameLimits());
+    if (h.ok()) {
+      std::string meta(h->meta_len, '\0');
+      size_t m = 0;
+      while (m < meta.size()) {
+        ssize_t n = ::read(fd, meta.data() + m, meta.size() - m);
+        if (n <= 0) break;
+        m += static_cast<size_t>(n);
+      }
+    }
+    return h;
+  };
+  rpc::Hello hello;
+  hello.set_protocol_version(kProtocolVersion);
+  hello.set_client_nonce(MakeAuthNonce());
+  send_frame(HELLO, hello.SerializeAsString());
+  auto greeting = read_header();
+  ASSERT_TRUE(greeting.ok());
+  EXPECT_EQ(greeting->status, 0);
+  send_frame(READ, DataRequest().SerializeAsString());
+  auto refused = read_header();
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(refused->status, static_cast<int32_t>(ErrorCode::ILLEGAL_CLIENT));
+  char c;
+  EXPECT_LE(::read(fd, &c, 1), 0);  // closed
+  ::close(fd);
+  EXPECT_EQ(service_.handled.load(), 0);
+}
+
+TEST_F(SecureServerTest, TlsRoundTripsWithoutClientCertificate) {
+  StartServer(ServerTls(false));
+  ExpectRoundTrip(ClientTls(certs_->ca, false));
+}
+
+TEST_F(SecureServerTest, TlsWithSecretRoundTrips) {
+  SecurityOptions s = ServerTls(false);
+  s.auth_secret = "s3cret";
+  StartServer(s);
+  ConnectOptions c = ClientTls(certs_->ca, false);
+  c.auth_secret = "s3cret";
+  ExpectRoundTrip(c);
+  c.auth_secret = "guess";
+  EXPECT_EQ(Connection::Connect(ep_, "t", Soon(), c).code(), ErrorCode::ILLEGAL_CLIENT);
+}
+
+TEST_F(SecureServerTest, MutualTlsNeedsClientCertificate) {
+  StartServer(ServerTls(true));
+  ExpectRoundTrip(ClientTls(certs_->ca, true));
+  auto without = Connection::Connect(ep_, "t", Soon(), ClientTls(certs_->ca, false));
+  EXPECT_EQ(without.code(), ErrorCode::RPC_FAIL) << without.status().ToString();
+  EXPECT_EQ(service_.handled.load(), 2);  // the round trip's WRITE and READ only
+}
+
+TEST_F(SecureServerTest, UntrustedServerCertificateIsRejected) {
+  StartServer(ServerTls(false));
+  auto c = Connection::Connect(ep_, "t", Soon(), ClientTls(certs_->other_ca, false));
+  EXPECT_EQ(c.code(), ErrorCode::RPC_FAIL);
+  EXPECT_NE(c.status().message().find("certificate"), std::string::npos) << c.status().ToString();
+}
+
+TEST_F(SecureServerTest, PlainClientAgainstTlsServerFailsClearlyAndFast) {
+  StartServer(ServerTls(false));
+  auto start = Clock::now();
+  auto c = Connection::Connect(ep_, "t", DeadlineAfter(seconds(3)));
+  EXPECT_EQ(c.code(), ErrorCode::UNAVAILABLE_IN_CURRENT_MODE);
+  EXPECT_NE(c.status().message().find("requires TLS"), std::string::npos) << c.status().ToString();
+  EXPECT_LT(Clock::now() - start, seconds(3));
+}
+
+TEST_F(SecureServerTest, TlsClientAgainstPlainServerFailsClearlyAndFast) {
+  StartServer(SecurityOptions());
+  auto start = Clock::now();
+  auto c = Connection::Connect(ep_, "t", DeadlineAfter(seconds(3)), ClientTls(certs_->ca, false));
+  EXPECT_EQ(c.code(), ErrorCode::RPC_FAIL);
+  EXPECT_NE(c.status().message().find("TLS handshake"), std::string::npos) << c.status().ToString();
+  EXPECT_LT(Clock::now() - start, seconds(3));
+}
+
+TEST_F(SecureServerTest, PoolReusesTlsConnections) {
+  StartServer(ServerTls(false));
+  ConnectionPool pool("t", 8, ClientTls(certs_->ca, false));
+  for (int i = 0; i < 3; ++i) {
+    auto lease = pool.Acquire(ep_, Soon());
+    ASSERT_TRUE(lease.ok()) << lease.status().ToString();
+    Empty resp;
+    ASSERT_TRUE((*lease)->Call(READ, Empty(), &resp, Soon()).ok());
+  }
+  EXPECT_EQ(service_.handled.load(), 3);
+}
+
+}  // namespace
+}  // namespace kvpool::rpc
