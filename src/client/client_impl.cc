@@ -122,9 +122,9 @@ Status ClientImpl::Init() {
                    mounted.ToString());
     }
   }
-  heartbeat_ =
-      std::make_unique<node::Heartbeat>(master_.get(), options_.heartbeat_interval,
-                                        options_.rpc_timeout, [this] { MountOwnSegment(); });
+  heartbeat_ = std::make_unique<node::Heartbeat>(
+      master_.get(), options_.heartbeat_interval, options_.rpc_timeout,
+      [this] { MountOwnSegment(); }, host_.get());
   heartbeat_->Start();
   return Status::Ok();
 }
@@ -230,6 +230,13 @@ std::vector<Result<uint64_t>> ClientImpl::GetWithDest(const std::vector<std::str
                                                       const DestFor& dest_for, Deadline limit,
                                                       bool verify_checksum) {
   return GetBatch(keys, std::vector<Status>(keys.size()), dest_for, limit, verify_checksum);
+}
+
+Status ClientImpl::DrainOwnSegment() {
+  if (host_ == nullptr) {
+    return Status(ErrorCode::UNAVAILABLE_IN_CURRENT_MODE, "drain: this client hosts no segment");
+  }
+  return master_->DrainSegment(host_->name(), /*undo=*/false, RpcDeadline());
 }
 
 bool ClientImpl::MasterReachable() const {

@@ -66,6 +66,9 @@ class ClientImpl : public Client {
                                             bool verify_checksum = false);
   // True while the master answers the heartbeat.
   bool MasterReachable() const;
+  // Asks the master to place no new replicas on the contributed segment (graceful stop).
+  // Errors: UNAVAILABLE_IN_CURRENT_MODE (no segment); as MasterClient::DrainSegment.
+  Status DrainOwnSegment();
   // The data port of the contributed segment (0 when none).
   uint16_t SegmentPort() const;
   // The counters of the contributed segment's data service (null when none).

@@ -23,7 +23,9 @@ AdminResponse Json(const json& j, int status = 200) {
 
 AdminResponse Error(const Status& st) {
   int http = 400;
-  if (st.code() == ErrorCode::OBJECT_NOT_FOUND) http = 404;
+  if (st.code() == ErrorCode::OBJECT_NOT_FOUND || st.code() == ErrorCode::SEGMENT_NOT_FOUND) {
+    http = 404;
+  }
   return Json({{"code", ErrorCodeName(st.code())}, {"message", st.message()}}, http);
 }
 
@@ -101,6 +103,19 @@ AdminResponse AdminRoutes::Get(std::string_view path, const Params& params) cons
                       "/segments /objects /object /clients\n")};
 }
 
+AdminResponse AdminRoutes::Post(std::string_view path, const Params& params) const {
+  if (path != "/drain") return {404, "text/plain", "no such endpoint; POST serves /drain\n"};
+  auto seg = params.find("segment");
+  if (seg == params.end() || seg->second.empty()) {
+    return Error(Status(ErrorCode::INVALID_PARAMS, "pass ?segment=NAME"));
+  }
+  auto undo = params.find("undo");
+  bool draining = undo == params.end() || (undo->second != "1" && undo->second != "true");
+  Status st = core_->SetDraining(seg->second, draining);
+  if (!st.ok()) return Error(st);
+  return Json({{"segment", seg->second}, {"accepting", !draining}});
+}
+
 AdminResponse AdminRoutes::Metrics() const {
   PoolGauges pool;
   pool.stat = core_->Stat();
@@ -119,7 +134,8 @@ AdminResponse AdminRoutes::Segments() const {
                         {"client_id", seg.client_id()},
                         {"capacity_bytes", seg.size()},
                         {"used_bytes", seg.used()},
-                        {"objects", seg.object_count()}});
+                        {"objects", seg.object_count()},
+                        {"accepting", !seg.draining()}});
   }
   return Json({{"segments", std::move(segments)},
                {"capacity_bytes", s.capacity()},

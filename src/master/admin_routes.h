@@ -8,6 +8,7 @@
 //                                    next_cursor until it is empty. limit defaults to 100.
 //   /object?key=K (or key_hex=HEX)   JSON: one object's size, state, replicas and lease
 //   /clients                         JSON: clients and nodes heard from within --client_ttl
+//   POST /drain?segment=NAME[&undo=1] JSON: the segment takes no new replicas (or again)
 //
 // Bad parameters answer 400 with {"code": "INVALID_PARAMS", "message": "..."}; a missing object
 // 404 with code OBJECT_NOT_FOUND; an unknown path 404. Keys that are not printable ASCII also
@@ -45,6 +46,8 @@ class AdminRoutes {
 
   // Answers GET `path` with query `params` (already URL-decoded).
   AdminResponse Get(std::string_view path, const Params& params) const;
+  // Answers POST `path` (only /drain changes anything; others answer 404).
+  AdminResponse Post(std::string_view path, const Params& params) const;
 
   // The paths served (for the index page and tests).
   static const std::vector<std::string_view>& Paths();

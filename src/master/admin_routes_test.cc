@@ -51,6 +51,24 @@ TEST_F(AdminRoutesTest, HealthMetricsAndUnknownPaths) {
   EXPECT_NE(routes_.Get("/", {}).body.find("/objects"), std::string::npos);
 }
 
+TEST_F(AdminRoutesTest, DrainMarksASegment) {
+  Mount("node", "node:1");
+  EXPECT_EQ(GetJson("/segments")["segments"][0]["accepting"], true);
+  AdminResponse r = routes_.Post("/drain", {{"segment", "node:1"}});
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["accepting"], false);
+  EXPECT_EQ(GetJson("/segments")["segments"][0]["accepting"], false);
+  EXPECT_EQ(Put1("c", "k", 100).code(), static_cast<int32_t>(ErrorCode::NO_AVAILABLE_HANDLE));
+  r = routes_.Post("/drain", {{"segment", "node:1"}, {"undo", "1"}});
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(Put1("c", "k", 100).code(), 0);
+  EXPECT_EQ(routes_.Post("/drain", {}).status, 400);
+  r = routes_.Post("/drain", {{"segment", "nope"}});
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(json::parse(r.body)["code"], "SEGMENT_NOT_FOUND");
+  EXPECT_EQ(routes_.Post("/objects", {}).status, 404);
+}
+
 TEST_F(AdminRoutesTest, SegmentsObjectsObjectClients) {
   Mount("node", "node:1");
   PutComplete("c", "page/1", 100);

@@ -45,6 +45,9 @@ Master::Master(const MasterOptions& options)
     handlers.get = [this](std::string_view path, const HttpParams& params) {
       return routes_.Get(path, params);
     };
+    handlers.post = [this](std::string_view path, const HttpParams& params) {
+      return routes_.Post(path, params);
+    };
     http_ = std::make_unique<HttpServer>("master http admin", MetricsHostOf(options),
                                          static_cast<uint16_t>(options.metrics_port),
                                          std::move(handlers));

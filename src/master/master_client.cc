@@ -39,14 +39,28 @@ Result<rpc::PingReply> MasterClient::Ping(Deadline deadline) {
   return CallFor<rpc::PingReply>(rpc::PING, req, deadline);
 }
 
+Result<rpc::PingReply> MasterClient::Ping(rpc::Ping req, Deadline deadline) {
+  req.set_client_id(client_id_);
+  return CallFor<rpc::PingReply>(rpc::PING, req, deadline);
+}
+
 Result<rpc::MountSegmentReply> MasterClient::MountSegment(std::string_view segment_name,
                                                           std::string_view endpoint, uint64_t size,
                                                           Deadline deadline) {
+  return MountSegment(segment_name, endpoint, size, {}, false, deadline);
+}
+
+Result<rpc::MountSegmentReply> MasterClient::MountSegment(
+    std::string_view segment_name, std::string_view endpoint, uint64_t size,
+    std::span<const rpc::StoredObject> objects, bool more, Deadline deadline) {
   rpc::MountSegment req;
   req.set_client_id(client_id_);
   req.set_segment_name(std::string(segment_name));
   req.set_endpoint(std::string(endpoint));
   req.set_size(size);
+  req.mutable_objects()->Reserve(static_cast<int>(objects.size()));
+  for (const rpc::StoredObject& o : objects) *req.add_objects() = o;
+  req.set_more_objects(more);
   return CallFor<rpc::MountSegmentReply>(rpc::MOUNT_SEGMENT, req, deadline);
 }
 
@@ -56,6 +70,15 @@ Status MasterClient::UnmountSegment(std::string_view segment_name, Deadline dead
   req.set_segment_name(std::string(segment_name));
   rpc::Empty reply;
   return Call(rpc::UNMOUNT_SEGMENT, req, &reply, deadline);
+}
+
+Status MasterClient::DrainSegment(std::string_view segment_name, bool undo, Deadline deadline) {
+  rpc::DrainSegment req;
+  req.set_client_id(client_id_);
+  req.set_segment_name(std::string(segment_name));
+  req.set_undo(undo);
+  rpc::Empty reply;
+  return Call(rpc::DRAIN_SEGMENT, req, &reply, deadline);
 }
 
 Result<rpc::PutStartReply> MasterClient::PutStart(std::span<const PutItem> items,

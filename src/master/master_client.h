@@ -40,12 +40,21 @@ class MasterClient {
   const rpc::Endpoint& master() const { return master_; }
 
   Result<rpc::PingReply> Ping(Deadline deadline);
+  // A ping with journal acks and a long-poll wait (`req.client_id` is filled in).
+  Result<rpc::PingReply> Ping(rpc::Ping req, Deadline deadline);
   // Errors: SEGMENT_ALREADY_EXISTS; INVALID_PARAMS.
   Result<rpc::MountSegmentReply> MountSegment(std::string_view segment_name,
                                               std::string_view endpoint, uint64_t size,
                                               Deadline deadline);
+  // A mount that re-registers the segment's objects (one chunk; `more` when others follow).
+  Result<rpc::MountSegmentReply> MountSegment(std::string_view segment_name,
+                                              std::string_view endpoint, uint64_t size,
+                                              std::span<const rpc::StoredObject> objects, bool more,
+                                              Deadline deadline);
   // Errors: SEGMENT_NOT_FOUND; ILLEGAL_CLIENT.
   Status UnmountSegment(std::string_view segment_name, Deadline deadline);
+  // No new replicas on the segment (`undo`: again). Errors: SEGMENT_NOT_FOUND; ILLEGAL_CLIENT.
+  Status DrainSegment(std::string_view segment_name, bool undo, Deadline deadline);
 
   // One result per item, same order. `client_host`: the writer's host, for same-host
   // placement ("" unknown).

@@ -70,6 +70,7 @@ Result<rpc::PingReply> MasterCore::Ping(const rpc::Ping& req, TimePoint now) {
   rpc::PingReply reply;
   reply.set_master_epoch(epoch_);
   reply.set_client_known(t.was_known);
+  if (t.was_known) AddJournals(req, &reply);
   return reply;
 }
 
@@ -81,8 +82,9 @@ Result<rpc::MountSegmentReply> MasterCore::MountSegment(const rpc::MountSegment&
   auto ep = rpc::ParseEndpoint(req.endpoint(), 0, "segment endpoint");
   if (!ep.ok()) return ep.status();
   auto t = clients_.Touch(req.client_id(), now, /*make_known=*/true);
-  auto id =
-      registry_.Mount(req.segment_name(), req.client_id(), t.handle, req.endpoint(), req.size());
+  const bool restoring = req.objects_size() > 0 || req.more_objects();
+  auto id = registry_.Mount(req.segment_name(), req.client_id(), t.handle, req.endpoint(),
+                            req.size(), /*accepting=*/!restoring);
   if (!id.ok()) {
     spdlog::warn("segment={} client={} mount refused error={}", req.segment_name(), req.client_id(),
                  id.status().ToString());
@@ -93,6 +95,7 @@ Result<rpc::MountSegmentReply> MasterCore::MountSegment(const rpc::MountSegment&
   rpc::MountSegmentReply reply;
   reply.set_segment_id(*id);
   reply.set_master_epoch(epoch_);
+  if (restoring) reply.set_objects_restored(StageOrRestore(req, *id, ToNanos(now)));
   return reply;
 }
 
@@ -306,6 +309,10 @@ ErrorCode MasterCore::Commit(std::string_view key, uint32_t writer, uint64_t che
     obj->checksum = checksum;
     shard->MarkComplete(obj);
     obj->last_access_ns = now_ns;
+    // The segments' hosts learn of it through their journals (master restart without loss).
+    for (const ReplicaRef& r : obj->replicas()) {
+      registry_.RecordCommit(r, key, obj->size, /*checksum=*/0, obj->flags);
+    }
   }
   return ErrorCode::OK;
 }
@@ -481,6 +488,7 @@ rpc::StatReply MasterCore::Stat() const {
     info->set_size(s.capacity);
     info->set_used(s.used);
     info->set_object_count(s.replicas);
+    info->set_draining(!s.accepting);
     reply.set_capacity(reply.capacity() + s.capacity);
     reply.set_used(reply.used() + s.used);
   }

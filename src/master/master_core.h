@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "common/time.h"
@@ -161,6 +162,19 @@ class MasterCore {
   // Replica bytes freed by eviction since start.
   uint64_t evicted_bytes_total() const { return evictor_.evicted_bytes_total(); }
 
+  // ---- Segment journals, re-registration and drain (master_restore.cc) ----
+  // Most journal entries one ping reply carries per segment.
+  static constexpr size_t kJournalBatch = 8192;
+  // True when a segment acked in `req` has journal entries to hand out (the long-polling ping
+  // answers as soon as this holds).
+  bool JournalReady(const rpc::Ping& req) const;
+  // Marks a segment as draining (no new replicas; `draining` false undoes it). A non-empty
+  // `client_id` must own the segment (a host draining itself; the admin endpoint passes none).
+  // Errors: SEGMENT_NOT_FOUND; ILLEGAL_CLIENT.
+  Status SetDraining(std::string_view segment_name, bool draining, std::string_view client_id = {});
+  // The DRAIN_SEGMENT RPC. Errors: INVALID_PARAMS (empty client_id); as SetDraining.
+  Status DrainSegment(const rpc::DrainSegment& req, TimePoint now);
+
   // Expires clients silent for client_ttl (unmounting their segments, dropping the replicas
   // there and revoking their pending puts), reclaims pending puts older than
   // put_start_release_timeout, performs due deferred frees and runs watermark eviction.
@@ -181,6 +195,16 @@ class MasterCore {
   ErrorCode Revoke(std::string_view key, uint32_t writer, std::string* msg);
   ErrorCode RemoveOne(std::string_view key, bool force, int64_t now_ns, std::string* msg);
   void FreeReplicas(const Object& o);
+  // Ping: acknowledges the journals `req` names and adds what is left of them to `reply`.
+  void AddJournals(const rpc::Ping& req, rpc::PingReply* reply);
+  // Mount with an object list: stages the chunk, and on the last one rebuilds the objects and
+  // opens the segment to new replicas. Returns the objects restored.
+  size_t StageOrRestore(const rpc::MountSegment& req, uint64_t segment_id, int64_t now_ns);
+  size_t RestoreObjects(uint64_t segment_id, std::vector<rpc::StoredObject> objects,
+                        int64_t now_ns);
+  // Under the key's shard lock: adopts one restored replica; false when it must be freed.
+  bool AdoptRestored(ObjectTable::Shard& shard, const rpc::StoredObject& so, const ReplicaRef& ref,
+                     int64_t now_ns);
   // Drops replicas on `segments` and revokes pending puts of `writers`, in one pass over the
   // table. Returns the objects removed.
   size_t DropReplicasAndWriters(const std::vector<uint64_t>& segments,
@@ -204,8 +228,15 @@ class MasterCore {
   SegmentRegistry registry_;
   ObjectTable table_;
   Evictor evictor_;
-  std::mutex housekeeping_mu_;              // serialises Housekeeping
-  int64_t watermark_backoff_until_ns_ = 0;  // guarded by housekeeping_mu_
+  std::mutex restore_mu_;
+  // Object lists of segments whose re-registration is still arriving, by segment name.
+  struct StagedRestore {
+    uint64_t segment_id = 0;  // a new mount of the name (new id) discards an unfinished one
+    std::vector<rpc::StoredObject> objects;
+  };
+  std::unordered_map<std::string, StagedRestore> staged_restores_;  // guarded by restore_mu_
+  std::mutex housekeeping_mu_;                                      // serialises Housekeeping
+  int64_t watermark_backoff_until_ns_ = 0;                          // guarded by housekeeping_mu_
 };
 
 // Steady-clock nanoseconds, the unit Object stores.

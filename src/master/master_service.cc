@@ -83,6 +83,9 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta) {
     case rpc::UNMOUNT_SEGMENT:
       return Serve<rpc::UnmountSegment>("unmount segment", meta, mc,
                                         [&](const auto& r) { return c.UnmountSegment(r, now); });
+    case rpc::DRAIN_SEGMENT:
+      return Serve<rpc::DrainSegment>("drain segment", meta, mc,
+                                      [&](const auto& r) { return c.DrainSegment(r, now); });
     case rpc::PUT_START:
       return Serve<rpc::PutStart>("put start", meta, mc,
                                   [&](const auto& r) { return c.PutStart(r, now); });
@@ -121,7 +124,24 @@ asio::awaitable<rpc::Reply> MasterService::Handle(const rpc::FrameHeader& header
         Status(ErrorCode::INVALID_PARAMS,
                fmt::format("master requests carry no payload; got {} bytes", payload.size())));
   }
+  if (header.base_method() == rpc::PING) co_await AwaitJournal(meta);
   co_return Dispatch(header.base_method(), meta);
+}
+
+asio::awaitable<void> MasterService::AwaitJournal(std::string_view meta) {
+  rpc::Ping req;
+  if (!Parse(meta, &req) || req.journal_wait_ms() == 0 || req.journal_acks_size() == 0) co_return;
+  // A ping from a segment host may wait for journal entries (a long poll), so that commits
+  // reach the host within a few milliseconds. Polling the journal is a handful of lock
+  // acquisitions; the wait never exceeds kMaxJournalWait, well inside the host's deadline.
+  auto wait =
+      std::min<Clock::duration>(std::chrono::milliseconds(req.journal_wait_ms()), kMaxJournalWait);
+  const auto until = Clock::now() + wait;
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  while (!core_->JournalReady(req) && Clock::now() < until) {
+    timer.expires_after(kJournalPollInterval);
+    co_await timer.async_wait(asio::use_awaitable);
+  }
 }
 
 }  // namespace kvpool::master

@@ -8,7 +8,8 @@
 //
 // Every call is counted in metrics() (requests, keys, per-key outcomes, latency, errors).
 //
-// Threading: thread-safe (the core is); runs on the server's I/O threads and never waits on I/O.
+// Threading: thread-safe (the core is); runs on the server's I/O threads and never waits on I/O
+// (a long-polling ping waits on a timer, not a thread).
 #pragma once
 
 #include <functional>
@@ -36,7 +37,14 @@ class MasterService : public rpc::Service {
   MasterMetrics& metrics() { return metrics_; }
   const MasterMetrics& metrics() const { return metrics_; }
 
+  // The longest a ping may wait for journal entries, and how often it looks.
+  static constexpr Clock::duration kMaxJournalWait = std::chrono::seconds(2);
+  static constexpr Clock::duration kJournalPollInterval = std::chrono::milliseconds(2);
+
  private:
+  // Holds a long-polling ping (Ping.journal_wait_ms) until a journal it acks has entries.
+  asio::awaitable<void> AwaitJournal(std::string_view meta);
+
   MasterCore* const core_;
   const ClockFn clock_;
   MasterMetrics metrics_;

@@ -27,7 +27,8 @@ bool Contains(std::span<const uint64_t> ids, uint64_t id) {
 SegmentRegistry::SegmentRegistry(uint64_t alignment) : alignment_(alignment) {}
 
 Result<uint64_t> SegmentRegistry::Mount(std::string_view name, std::string_view client_id,
-                                        uint32_t owner, std::string_view endpoint, uint64_t size) {
+                                        uint32_t owner, std::string_view endpoint, uint64_t size,
+                                        bool accepting) {
   if (name.empty() || name.size() > kMaxSegmentNameBytes) {
     return Status(ErrorCode::INVALID_PARAMS, fmt::format("segment name must be 1..{} bytes, got {}",
                                                          kMaxSegmentNameBytes, name.size()));
@@ -60,6 +61,7 @@ Result<uint64_t> SegmentRegistry::Mount(std::string_view name, std::string_view 
   if (auto ep = rpc::ParseEndpoint(endpoint, 0, "segment endpoint"); ep.ok()) seg->host = ep->host;
   seg->client_id = std::string(client_id);
   seg->owner = owner;
+  seg->accepting.store(accepting, std::memory_order_relaxed);
   uint64_t id = seg->id;
   by_id_[id] = seg.get();
   list_.push_back(seg.get());
@@ -134,6 +136,7 @@ std::vector<Placement> SegmentRegistry::AllocateReplicas(uint64_t size, uint32_t
     if (out.size() >= replica_num) break;
     auto it = by_name_.find(std::string(name));
     if (it == by_name_.end() || Contains(used_ids, it->second->id)) continue;
+    if (!it->second->accepting.load(std::memory_order_relaxed)) continue;
     Placement p;
     if (TryAllocate(*it->second, size, &p)) {
       used_ids.push_back(p.ref.segment_id);
@@ -147,6 +150,7 @@ std::vector<Placement> SegmentRegistry::AllocateReplicas(uint64_t size, uint32_t
   for (Segment* s : list_) {
     uint64_t used = s->used.load(std::memory_order_relaxed);
     if (s->capacity - used < need || Contains(used_ids, s->id)) continue;
+    if (!s->accepting.load(std::memory_order_relaxed)) continue;  // restoring or draining
     candidates.push_back(s);
     views.push_back(
         {s->capacity, used, !request.client_host.empty() && s->host == request.client_host});
@@ -164,6 +168,7 @@ void SegmentRegistry::FreeLocked(Segment& s, const ReplicaRef& r, uint64_t objec
   s.allocator.Free(alloc::Allocation{r.offset, Reserved(object_size), r.alloc_node});
   s.used.store(s.allocator.used_bytes(), std::memory_order_relaxed);
   s.replicas.fetch_sub(1, std::memory_order_relaxed);
+  s.journal.AppendFree(r.offset, object_size);
 }
 
 void SegmentRegistry::Free(const ReplicaRef& r, uint64_t object_size) {
@@ -190,6 +195,98 @@ size_t SegmentRegistry::ReleaseDue(int64_t now_ns) {
   return due.size();
 }
 
+void SegmentRegistry::RecordCommit(const ReplicaRef& r, std::string_view key, uint64_t size,
+                                   uint64_t checksum, uint8_t pin_flags) {
+  std::shared_lock lock(map_mu_);
+  auto it = by_id_.find(r.segment_id);
+  if (it == by_id_.end()) return;
+  std::lock_guard seg_lock(it->second->mu);
+  it->second->journal.AppendCommit(r.offset, size, key, checksum, pin_flags);
+}
+
+bool SegmentRegistry::CollectJournal(std::string_view name, std::string_view client_id,
+                                     uint64_t applied_seq, size_t max_entries,
+                                     rpc::SegmentJournal* out) {
+  std::shared_lock lock(map_mu_);
+  auto it = by_name_.find(std::string(name));
+  if (it == by_name_.end() || it->second->client_id != client_id) return false;
+  Segment& s = *it->second;
+  std::lock_guard seg_lock(s.mu);
+  s.journal.Ack(applied_seq);
+  out->set_segment_name(s.name);
+  s.journal.Collect(applied_seq, max_entries, out);
+  return true;
+}
+
+bool SegmentRegistry::JournalHasAfter(std::string_view name, uint64_t applied_seq) const {
+  std::shared_lock lock(map_mu_);
+  auto it = by_name_.find(std::string(name));
+  if (it == by_name_.end()) return false;
+  std::lock_guard seg_lock(it->second->mu);
+  return it->second->journal.HasAfter(applied_seq);
+}
+
+Status SegmentRegistry::SetAccepting(std::string_view name, bool accepting,
+                                     std::string_view client_id) {
+  std::shared_lock lock(map_mu_);
+  auto it = by_name_.find(std::string(name));
+  if (it == by_name_.end()) {
+    return Status(ErrorCode::SEGMENT_NOT_FOUND, fmt::format("segment={} is not mounted", name));
+  }
+  if (!client_id.empty() && it->second->client_id != client_id) {
+    return Status(ErrorCode::ILLEGAL_CLIENT,
+                  fmt::format("segment={} is mounted by client={}, not client={}", name,
+                              it->second->client_id, client_id));
+  }
+  it->second->accepting.store(accepting, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+std::vector<std::optional<uint32_t>> SegmentRegistry::Restore(
+    uint64_t segment_id, std::span<const RestoredRange> ranges) {
+  std::vector<std::optional<uint32_t>> out(ranges.size());
+  std::shared_lock lock(map_mu_);
+  auto it = by_id_.find(segment_id);
+  if (it == by_id_.end()) return out;
+  Segment& s = *it->second;
+  std::lock_guard seg_lock(s.mu);
+  if (s.allocator.used_bytes() != 0) return out;
+  // A fresh allocator hands out its single free range from the start, in order: allocating
+  // the gaps (as fillers, freed at the end) and the ranges in ascending order rebuilds exactly
+  // the allocations the previous master made.
+  std::vector<alloc::Allocation> fillers;
+  uint64_t cursor = 0;
+  size_t restored = 0;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const RestoredRange& r = ranges[i];
+    uint64_t reserved = Reserved(r.size);
+    if (r.offset < cursor || r.offset % alignment_ != 0 || r.size == 0 ||
+        r.offset + reserved > s.capacity || r.offset + reserved < r.offset) {
+      continue;
+    }
+    if (r.offset > cursor) {
+      auto filler = s.allocator.Allocate(r.offset - cursor);
+      if (!filler || filler->offset != cursor) {
+        if (filler) s.allocator.Free(*filler);
+        break;
+      }
+      fillers.push_back(*filler);
+    }
+    auto a = s.allocator.Allocate(r.size);
+    if (!a || a->offset != r.offset) {
+      if (a) s.allocator.Free(*a);
+      break;
+    }
+    out[i] = a->node;
+    cursor = r.offset + reserved;
+    ++restored;
+  }
+  for (const alloc::Allocation& f : fillers) s.allocator.Free(f);
+  s.used.store(s.allocator.used_bytes(), std::memory_order_relaxed);
+  s.replicas.fetch_add(restored, std::memory_order_relaxed);
+  return out;
+}
+
 bool SegmentRegistry::Describe(uint64_t segment_id, std::string* name,
                                std::string* endpoint) const {
   std::shared_lock lock(map_mu_);
@@ -207,7 +304,8 @@ std::vector<SegmentStats> SegmentRegistry::Stats() const {
   for (const Segment* s : list_) {
     out.push_back(SegmentStats{s->id, s->name, s->endpoint, s->client_id, s->capacity,
                                s->used.load(std::memory_order_relaxed),
-                               s->replicas.load(std::memory_order_relaxed)});
+                               s->replicas.load(std::memory_order_relaxed),
+                               s->accepting.load(std::memory_order_relaxed)});
   }
   return out;
 }

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <span>
 #include <string>
@@ -29,6 +30,8 @@
 #include "kvpool/status.h"
 #include "master/object_table.h"
 #include "master/placement.h"
+#include "master/segment_journal.h"
+#include "rpc/kvpool.pb.h"
 
 namespace kvpool::master {
 
@@ -56,6 +59,13 @@ struct SegmentStats {
   uint64_t capacity = 0;  // usable bytes (rounded down to the alignment)
   uint64_t used = 0;      // reserved bytes, including space awaiting a deferred free
   uint64_t replicas = 0;  // live allocations
+  bool accepting = true;  // false while restoring or draining: no new replicas placed there
+};
+
+// One range a re-registering host reports as holding a complete object (see Restore).
+struct RestoredRange {
+  uint64_t offset = 0;
+  uint64_t size = 0;  // the object's size; the range reserves Reserved(size)
 };
 
 struct PoolUsage {
@@ -78,12 +88,13 @@ class SegmentRegistry {
 
   // Mounts `size` bytes as segment `name`, owned by client `client_id` (interned as `owner`).
   // Returns the segment id. Mounting the same name again from the same client with the same
-  // endpoint and size is OK and returns the same id (the owner handle is updated).
+  // endpoint and size is OK and returns the same id (the owner handle is updated). A new
+  // segment mounted with `accepting` false takes no replicas until SetAccepting(true).
   // Errors: INVALID_PARAMS (empty or over-long name, size below the alignment);
   // SEGMENT_ALREADY_EXISTS (the name is mounted by another client, or with another endpoint or
   // size).
   Result<uint64_t> Mount(std::string_view name, std::string_view client_id, uint32_t owner,
-                         std::string_view endpoint, uint64_t size);
+                         std::string_view endpoint, uint64_t size, bool accepting = true);
   // Unmounts and returns the id. The caller drops the replicas that lived there.
   // Errors: SEGMENT_NOT_FOUND; ILLEGAL_CLIENT (mounted by another client).
   Result<uint64_t> Unmount(std::string_view name, std::string_view client_id);
@@ -109,6 +120,28 @@ class SegmentRegistry {
   // Performs the deferred frees that are due; returns how many.
   size_t ReleaseDue(int64_t now_ns);
 
+  // ---- Segment journals (see segment_journal.h) ----
+  // Records that the object `key` became complete in replica `r`. A stale segment is ignored.
+  void RecordCommit(const ReplicaRef& r, std::string_view key, uint64_t size, uint64_t checksum,
+                    uint8_t pin_flags);
+  // For a ping from `client_id`: drops the entries of segment `name` up to `applied_seq`, then
+  // adds up to `max_entries` newer ones to `out`. False (nothing added) when the segment is not
+  // mounted by that client.
+  bool CollectJournal(std::string_view name, std::string_view client_id, uint64_t applied_seq,
+                      size_t max_entries, rpc::SegmentJournal* out);
+  // True when segment `name` has journal entries after `applied_seq`.
+  bool JournalHasAfter(std::string_view name, uint64_t applied_seq) const;
+
+  // Marks segment `name` as taking new replicas or not (restoring, draining). A non-empty
+  // `client_id` must be the segment's owner.
+  // Errors: SEGMENT_NOT_FOUND; ILLEGAL_CLIENT.
+  Status SetAccepting(std::string_view name, bool accepting, std::string_view client_id = {});
+  // Re-creates the allocations of `ranges` (ascending, non-overlapping, aligned, inside the
+  // segment) in segment `segment_id`, which must hold no allocation yet. Returns one allocation
+  // handle per range (nullopt where it could not be re-created, e.g. a range out of bounds).
+  std::vector<std::optional<uint32_t>> Restore(uint64_t segment_id,
+                                               std::span<const RestoredRange> ranges);
+
   // Fills the segment's name and endpoint; false for a stale id.
   bool Describe(uint64_t segment_id, std::string* name, std::string* endpoint) const;
   std::vector<SegmentStats> Stats() const;
@@ -128,6 +161,8 @@ class SegmentRegistry {
     // Mirrors of the allocator, written under mu, read lock-free for placement and stats.
     std::atomic<uint64_t> used{0};
     std::atomic<uint64_t> replicas{0};
+    std::atomic<bool> accepting{true};
+    SegmentJournal journal;  // guarded by mu
   };
   struct Deferred {
     ReplicaRef ref;

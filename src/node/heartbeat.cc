@@ -5,11 +5,13 @@
 namespace kvpool::node {
 
 Heartbeat::Heartbeat(master::MasterClient* master, Clock::duration interval,
-                     Clock::duration rpc_timeout, std::function<void()> on_unknown)
+                     Clock::duration rpc_timeout, std::function<void()> on_unknown,
+                     SegmentHost* host)
     : master_(master),
       interval_(interval),
       rpc_timeout_(rpc_timeout),
-      on_unknown_(std::move(on_unknown)) {}
+      on_unknown_(std::move(on_unknown)),
+      host_(host) {}
 
 Heartbeat::~Heartbeat() { Stop(); }
 
@@ -26,26 +28,39 @@ void Heartbeat::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void Heartbeat::PingOnce() {
-  auto r = master_->Ping(DeadlineAfter(rpc_timeout_));
+bool Heartbeat::PingOnce() {
+  rpc::Ping req;
+  Clock::duration wait{0};
+  if (host_ != nullptr) {
+    wait = std::min<Clock::duration>(kJournalWait, interval_);
+    *req.add_journal_acks() = host_->JournalAck();
+    req.set_journal_wait_ms(
+        static_cast<uint32_t>(std::chrono::duration_cast<Millis>(wait).count()));
+  }
+  auto r = master_->Ping(std::move(req), DeadlineAfter(rpc_timeout_ + wait));
   if (!r.ok()) {
     if (reachable_.exchange(false)) {
       spdlog::warn("master unreachable: error={} (retrying every {} ms)", r.status().ToString(),
                    std::chrono::duration_cast<Millis>(interval_).count());
     }
-    return;
+    return false;
   }
   if (!reachable_.exchange(true)) spdlog::info("master reachable again");
-  if (!r->client_known() && on_unknown_) on_unknown_();
+  if (!r->client_known()) {
+    if (on_unknown_) on_unknown_();
+    return false;
+  }
+  if (host_ != nullptr) host_->ApplyJournals(*r);
+  return host_ != nullptr;
 }
 
 void Heartbeat::Run() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
     lock.unlock();
-    PingOnce();
+    bool again = PingOnce();
     lock.lock();
-    cv_.wait_for(lock, interval_, [this] { return stop_; });
+    if (!again) cv_.wait_for(lock, interval_, [this] { return stop_; });
   }
 }
 

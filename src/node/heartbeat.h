@@ -1,6 +1,12 @@
 // Keeps a process alive in the master's eyes: pings every interval and, when the master does
 // not know the client (first contact, or the master restarted), calls `on_unknown` so the
 // caller can mount its segments again. Owns one thread; Stop() (or the destructor) joins it.
+//
+// With a segment host, each ping also acknowledges the segment's journal and asks the master
+// to hold the reply until new entries exist (a long poll of at most kJournalWait); the entries
+// are applied to the host's object list and the next ping follows at once. So the host learns
+// of a commit within milliseconds, and the master still hears from it at least every
+// kJournalWait.
 #pragma once
 
 #include <atomic>
@@ -12,14 +18,19 @@
 
 #include "common/time.h"
 #include "master/master_client.h"
+#include "node/segment_host.h"
 
 namespace kvpool::node {
 
 class Heartbeat {
  public:
-  // `master` must outlive the heartbeat. `on_unknown` runs on the heartbeat thread.
+  // Longest a long-polling ping waits for journal entries (also bounds Stop()'s wait).
+  static constexpr Clock::duration kJournalWait = std::chrono::milliseconds(250);
+
+  // `master` and `host` (may be null: no segment) must outlive the heartbeat. `on_unknown`
+  // runs on the heartbeat thread.
   Heartbeat(master::MasterClient* master, Clock::duration interval, Clock::duration rpc_timeout,
-            std::function<void()> on_unknown);
+            std::function<void()> on_unknown, SegmentHost* host = nullptr);
   ~Heartbeat();
   void Start();
   void Stop();
@@ -29,12 +40,14 @@ class Heartbeat {
 
  private:
   void Run();
-  void PingOnce();
+  // Returns true when the next ping should follow at once (a long poll was answered).
+  bool PingOnce();
 
   master::MasterClient* master_;
   const Clock::duration interval_;
   const Clock::duration rpc_timeout_;
   std::function<void()> on_unknown_;
+  SegmentHost* const host_;
   std::atomic<bool> reachable_{true};
   std::mutex mu_;
   std::condition_variable cv_;

@@ -82,6 +82,17 @@ void Node::Stop() {
   if (stopped_) return;
   stopped_ = true;
   if (http_) http_->Stop();  // its handlers read the parts stopped below
+  // Drain first: from now on no put places a new replica here, while reads of what is stored
+  // go on until the unmount.
+  if (store_) {
+    Status drained = store_->DrainOwnSegment();
+    if (drained.ok()) {
+      spdlog::info("segment={} draining: no new replicas", segment_name_);
+    } else {
+      spdlog::warn("segment={} drain request failed: {} (unmounting anyway)", segment_name_,
+                   drained.ToString());
+    }
+  }
   // Clients first: their in-flight calls finish before the store they use goes away.
   if (attach_server_) attach_server_->Stop();
   if (attach_service_) {

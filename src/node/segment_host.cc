@@ -36,10 +36,59 @@ Result<std::unique_ptr<SegmentHost>> SegmentHost::Start(const SegmentHostOptions
 }
 
 Status SegmentHost::Mount(master::MasterClient& master, Deadline deadline) {
-  auto r = master.MountSegment(name_, name_, size_, deadline);
-  if (!r.ok()) return r.status();
-  spdlog::info("mounted segment={} size={} at the master", name_, FormatSize(size_));
+  // Which master is it? A ping tells (mount replies tell too, but only after mounting).
+  auto ping = master.Ping(deadline);
+  if (!ping.ok()) return ping.status();
+  const bool restarted = mounted_epoch_ != 0 && ping->master_epoch() != mounted_epoch_;
+  std::vector<rpc::StoredObject> list;
+  if (restarted) {
+    list = objects_.Snapshot();
+    objects_.RestartSequence();
+  } else {
+    objects_.Reset();  // a master that dropped our objects: they are not to come back
+  }
+  // Chunks well under the frame's 64 MiB meta limit (a key is at most 4 KiB).
+  constexpr size_t kChunkBytes = 16 << 20;
+  size_t begin = 0, restored = 0;
+  Result<rpc::MountSegmentReply> r = Status::Ok();
+  do {
+    size_t end = begin, bytes = 0;
+    while (end < list.size() && bytes < kChunkBytes) bytes += list[end++].key().size() + 48;
+    r = master.MountSegment(name_, name_, size_,
+                            std::span<const rpc::StoredObject>(list.data() + begin, end - begin),
+                            end < list.size(), deadline);
+    if (!r.ok()) return r.status();
+    restored += r->objects_restored();
+    begin = end;
+  } while (begin < list.size());
+  mounted_epoch_ = r->master_epoch();
+  if (restarted) {
+    spdlog::info("re-registered segment={} at a restarted master: objects_listed={} restored={}",
+                 name_, list.size(), restored);
+  } else {
+    spdlog::info("mounted segment={} size={} at the master", name_, FormatSize(size_));
+  }
   return Status::Ok();
+}
+
+rpc::JournalAck SegmentHost::JournalAck() const {
+  rpc::JournalAck ack;
+  ack.set_segment_name(name_);
+  ack.set_applied_seq(objects_.applied_seq());
+  return ack;
+}
+
+void SegmentHost::ApplyJournals(const rpc::PingReply& reply) {
+  for (const rpc::SegmentJournal& j : reply.journals()) {
+    if (j.segment_name() != name_) continue;
+    if (j.reset()) {
+      spdlog::warn(
+          "segment={}: the master's journal overflowed; object list cleared (these "
+          "objects would not survive a master restart)",
+          name_);
+    }
+    objects_.Apply(j);
+  }
 }
 
 Status SegmentHost::Unmount(master::MasterClient& master, Deadline deadline) {

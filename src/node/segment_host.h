@@ -9,6 +9,7 @@
 #include "common/time.h"
 #include "kvpool/status.h"
 #include "master/master_client.h"
+#include "node/object_list.h"
 #include "rpc/server.h"
 #include "transfer/data_service.h"
 #include "transfer/segment_table.h"
@@ -32,9 +33,17 @@ class SegmentHost {
   static Result<std::unique_ptr<SegmentHost>> Start(const SegmentHostOptions& options);
   ~SegmentHost();  // stops serving (callers unmount first)
 
-  // Mounts the segment at the master under name() for the stub's client (idempotent: used
-  // again after a master restart). Errors: as MasterClient::MountSegment.
+  // Mounts the segment at the master under name() for the stub's client. Used again when the
+  // master no longer knows the client: a master that restarted (another epoch than the last
+  // mount's) gets the segment's object list with it and rebuilds those objects; the same
+  // master (it declared this host dead and dropped its objects) gets an empty segment.
+  // Errors: as MasterClient::MountSegment.
   Status Mount(master::MasterClient& master, Deadline deadline);
+  // The segment's complete objects, kept up to date from the master's journal.
+  ObjectList& objects() { return objects_; }
+  // Heartbeat plumbing: the ack to send for this segment, and a reply's journal to apply.
+  rpc::JournalAck JournalAck() const;
+  void ApplyJournals(const rpc::PingReply& reply);
   // Unmounts it; the master drops the objects stored in it.
   Status Unmount(master::MasterClient& master, Deadline deadline);
 
@@ -54,6 +63,8 @@ class SegmentHost {
   std::unique_ptr<rpc::Server> server_;
   std::string name_;
   uint64_t size_ = 0;
+  ObjectList objects_;
+  uint64_t mounted_epoch_ = 0;  // master epoch of the last successful mount (0: none yet)
 };
 
 }  // namespace kvpool::node
