@@ -39,6 +39,14 @@ struct HostingOptions {
   bool require_master = true;
 };
 
+// What CopySoleReplicasAway did, per object of the segment.
+struct DrainCopyReport {
+  size_t copied = 0;     // the only replica was here; now one is elsewhere
+  size_t skipped = 0;    // another replica exists, or the object is gone
+  size_t failed = 0;     // could not be copied (no room elsewhere, leased, master unreachable)
+  size_t not_tried = 0;  // the time bound ran out first
+};
+
 class ClientImpl : public Client {
  public:
   explicit ClientImpl(const ClientOptions& options, HostingOptions hosting = {});
@@ -69,6 +77,10 @@ class ClientImpl : public Client {
   // Asks the master to place no new replicas on the contributed segment (graceful stop).
   // Errors: UNAVAILABLE_IN_CURRENT_MODE (no segment); as MasterClient::DrainSegment.
   Status DrainOwnSegment();
+  // drain_copy.cc: copies every object whose only replica is in the contributed segment to
+  // other segments (an upsert from this segment's memory), until `until`. Call after
+  // DrainOwnSegment. While an object is being copied, readers may briefly see it missing.
+  DrainCopyReport CopySoleReplicasAway(Deadline until);
   // The data port of the contributed segment (0 when none).
   uint16_t SegmentPort() const;
   // The counters of the contributed segment's data service (null when none).

@@ -165,8 +165,8 @@ class MasterCore {
   // ---- Segment journals, re-registration and drain (master_restore.cc) ----
   // Most journal entries one ping reply carries per segment.
   static constexpr size_t kJournalBatch = 8192;
-  // True when a segment acked in `req` has journal entries to hand out (the long-polling ping
-  // answers as soon as this holds).
+  // True when a segment acked in `req` has journal entries to hand out, or is not mounted by
+  // the pinging client (the long-polling ping answers as soon as this holds).
   bool JournalReady(const rpc::Ping& req) const;
   // Marks a segment as draining (no new replicas; `draining` false undoes it). A non-empty
   // `client_id` must own the segment (a host draining itself; the admin endpoint passes none).

@@ -24,7 +24,9 @@ void MasterCore::AddJournals(const rpc::Ping& req, rpc::PingReply* reply) {
 
 bool MasterCore::JournalReady(const rpc::Ping& req) const {
   for (const rpc::JournalAck& ack : req.journal_acks()) {
-    if (registry_.JournalHasAfter(ack.segment_name(), ack.applied_seq())) return true;
+    if (registry_.JournalHasAfter(ack.segment_name(), req.client_id(), ack.applied_seq())) {
+      return true;
+    }
   }
   return false;
 }

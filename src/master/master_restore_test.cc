@@ -71,6 +71,8 @@ TEST_F(RestoreTest, CommitsAndFreesReachTheHostInOrder) {
   EXPECT_EQ(PingAck("node1", "n1", 3).journals_size(), 0);
   p.mutable_journal_acks(0)->set_applied_seq(3);
   EXPECT_FALSE(core_.JournalReady(p));
+  p.set_client_id("other");  // not its segment: the ping must answer at once
+  EXPECT_TRUE(core_.JournalReady(p));
   // Another client's ack for this segment is ignored.
   EXPECT_EQ(PingAck("other", "n1", 0).journals_size(), 0);
 }

@@ -218,10 +218,11 @@ bool SegmentRegistry::CollectJournal(std::string_view name, std::string_view cli
   return true;
 }
 
-bool SegmentRegistry::JournalHasAfter(std::string_view name, uint64_t applied_seq) const {
+bool SegmentRegistry::JournalHasAfter(std::string_view name, std::string_view client_id,
+                                      uint64_t applied_seq) const {
   std::shared_lock lock(map_mu_);
   auto it = by_name_.find(std::string(name));
-  if (it == by_name_.end()) return false;
+  if (it == by_name_.end() || it->second->client_id != client_id) return true;
   std::lock_guard seg_lock(it->second->mu);
   return it->second->journal.HasAfter(applied_seq);
 }

@@ -129,8 +129,10 @@ class SegmentRegistry {
   // mounted by that client.
   bool CollectJournal(std::string_view name, std::string_view client_id, uint64_t applied_seq,
                       size_t max_entries, rpc::SegmentJournal* out);
-  // True when segment `name` has journal entries after `applied_seq`.
-  bool JournalHasAfter(std::string_view name, uint64_t applied_seq) const;
+  // True when segment `name` has journal entries after `applied_seq`, or is not mounted by
+  // `client_id` (a ping about it has news: the host must mount again).
+  bool JournalHasAfter(std::string_view name, std::string_view client_id,
+                       uint64_t applied_seq) const;
 
   // Marks segment `name` as taking new replicas or not (restoring, draining). A non-empty
   // `client_id` must be the segment's owner.

@@ -88,6 +88,13 @@ void Node::Stop() {
     Status drained = store_->DrainOwnSegment();
     if (drained.ok()) {
       spdlog::info("segment={} draining: no new replicas", segment_name_);
+      if (options_.drain_copy_ms > 0) {
+        auto r = store_->CopySoleReplicasAway(DeadlineAfter(Millis(options_.drain_copy_ms)));
+        spdlog::info(
+            "segment={} drain copy: copied={} already_elsewhere={} failed={} "
+            "not_tried={}",
+            segment_name_, r.copied, r.skipped, r.failed, r.not_tried);
+      }
     } else {
       spdlog::warn("segment={} drain request failed: {} (unmounting anyway)", segment_name_,
                    drained.ToString());

@@ -48,6 +48,9 @@ void AddNodeFlags(CLI::App& app, NodeOptions& o) {
   app.add_option("--metrics_port", o.metrics_port,
                  "HTTP port of /metrics /health /status on --bind_address (0: any free port, "
                  "logged at start)")
+  app.add_option("--drain_copy_ms", o.drain_copy_ms,
+                 "On SIGTERM, copy objects whose only replica is here to other nodes for up to "
+                 "this long before unmounting (0: do not copy)")
       ->capture_default_str();
   rpc::AddSecurityFlags(app, o.security, /*server=*/true);
 }
@@ -87,6 +90,7 @@ Status ValidateNodeOptions(NodeOptions& o) {
         ErrorCode::INVALID_PARAMS,
         fmt::format("--metrics_port={} is the data port (--port); pick another", o.metrics_port));
   }
+  KVPOOL_RETURN_IF_ERROR(range("--drain_copy_ms", o.drain_copy_ms, 0, 3600000));
   KVPOOL_RETURN_IF_ERROR(rpc::ValidateTls(o.security, /*also_client=*/true));
   KVPOOL_RETURN_IF_ERROR(rpc::ResolveAuthSecret(o.security));
   if (!o.local_socket_path.empty() && o.local_socket_path.size() > 107) {

@@ -32,6 +32,9 @@ struct NodeOptions {
   // in /status: several nodes share a host, so no fixed default can be right for all.
   bool enable_http_admin = true;  // --enable_http_admin
   int metrics_port = 0;           // --metrics_port
+  // --drain_copy_ms: on SIGTERM, spend up to this long copying objects whose only replica is
+  // here to other nodes before unmounting (0: do not copy).
+  int drain_copy_ms = 0;
 
   // --auth_secret_file (or $KVPOOL_AUTH_SECRET), --tls_cert, --tls_key, --tls_ca,
   // --tls_verify_client: for the data port and for connections to the master and peer nodes

@@ -53,5 +53,41 @@ TEST(DrainTest, SigtermDrainsAndCopiesStayReadable) {
   EXPECT_TRUE(st[0].ok()) << st[0].ToString();
 }
 
+TEST(DrainTest, DrainCopyMovesSoleReplicasBeforeTheNodeLeaves) {
+  Pool pool;
+  pool.AddNode("32MB", {"--drain_copy_ms", "10000"});
+  for (int i = 0; i < 2; ++i) pool.AddNode("32MB");
+  auto client = pool.NewClient();
+  ASSERT_NE(client, nullptr);
+  ReplicateConfig here;  // one replica, on the node that will leave
+  here.preferred_segments = {pool.node_segment(0)};
+  std::vector<std::string> keys;
+  std::vector<std::vector<uint8_t>> values;
+  for (int i = 0; i < 150; ++i) {
+    keys.push_back("sole-" + std::to_string(i));
+    values.push_back(ValueOf(keys.back(), 1000 + 37 * i));
+  }
+  std::vector<std::span<const uint8_t>> spans(values.begin(), values.end());
+  for (const Status& st : client->BatchPut(keys, spans, here)) {
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+  auto stat = client->Stat();
+  ASSERT_TRUE(stat.ok());
+  for (const auto& seg : stat->segments) {
+    if (seg.name == pool.node_segment(0)) EXPECT_EQ(seg.object_count, keys.size());
+  }
+
+  pool.node(0).Signal(SIGTERM);
+  EXPECT_EQ(pool.node(0).Wait(std::chrono::seconds(30)), 0) << pool.node(0).Log();
+  EXPECT_NE(pool.node(0).Log().find("drain copy: copied=150"), std::string::npos)
+      << pool.node(0).Log();
+  ASSERT_TRUE(pool.WaitForSegments(2));
+  auto got = client->BatchGet(keys);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_TRUE(got[i].ok()) << keys[i] << ": " << got[i].status().ToString();
+    EXPECT_EQ(*got[i], values[i]) << keys[i];
+  }
+}
+
 }  // namespace
 }  // namespace kvpool::testing
