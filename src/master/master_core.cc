@@ -311,7 +311,7 @@ ErrorCode MasterCore::Commit(std::string_view key, uint32_t writer, uint64_t che
     obj->last_access_ns = now_ns;
     // The segments' hosts learn of it through their journals (master restart without loss).
     for (const ReplicaRef& r : obj->replicas()) {
-      registry_.RecordCommit(r, key, obj->size, /*checksum=*/0, obj->flags);
+      registry_.RecordCommit(r, key, obj->size, obj->checksum, obj->flags);
     }
   }
   return ErrorCode::OK;

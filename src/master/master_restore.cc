@@ -117,14 +117,32 @@ bool MasterCore::AdoptRestored(ObjectTable::Shard& shard, const rpc::StoredObjec
     obj->stamp_ns = 0;  // no lease
     obj->last_access_ns = now_ns;
     obj->flags = static_cast<uint8_t>(so.pin_flags() & (kSoftPin | kHardPin));
+    obj->checksum = so.checksum();
     shard.Insert(std::move(obj));
     return true;
   }
   // The key is known already (another host restored it first, or a put after the restart).
   // The replica joins it only when it certainly holds the same bytes: same size and a known,
   // equal checksum. Otherwise it is freed: better one replica fewer than a stale one.
-  (void)existing;
-  return false;
+  if (existing->pending() || existing->size != so.size() || so.checksum() == 0 ||
+      existing->checksum != so.checksum() || existing->replicas().size() >= kMaxReplicas) {
+    return false;
+  }
+  for (const ReplicaRef& r : existing->replicas()) {
+    if (r.segment_id == ref.segment_id) return false;
+  }
+  std::vector<ReplicaRef> refs(existing->replicas().begin(), existing->replicas().end());
+  refs.push_back(ref);
+  ObjectPtr merged = Object::Create(existing->key(), existing->size, refs);
+  merged->checksum = existing->checksum;
+  merged->stamp_ns = existing->stamp_ns;
+  merged->last_access_ns = existing->last_access_ns;
+  merged->writer = existing->writer;
+  merged->state = existing->state;
+  merged->flags = existing->flags;
+  shard.Erase(existing);
+  shard.Insert(std::move(merged));
+  return true;
 }
 
 }  // namespace kvpool::master

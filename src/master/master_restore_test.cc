@@ -149,6 +149,27 @@ TEST_F(RestoreTest, AKeyKnownAlreadyIsNotDuplicated) {
   EXPECT_EQ(reply->journals(0).entries(0).offset(), 0u);
 }
 
+TEST_F(RestoreTest, CopiesWithTheSameChecksumJoinAsReplicas) {
+  MasterCore fresh(options_, 43);
+  auto a = Stored("a", 0, 100);
+  a.set_checksum(777);
+  auto b = Stored("b", 0, 100);
+  b.set_checksum(5);
+  EXPECT_EQ(MountWith(fresh, "node1", "n1", {a, b}).objects_restored(), 1u);  // b overlaps a
+  auto b2 = b;
+  b2.set_offset(4096);
+  auto a_other = a;
+  a_other.set_offset(128);
+  auto a_stale = Stored("a", 0, 100);
+  a_stale.set_checksum(778);  // other bytes under the same key: never joins
+  EXPECT_EQ(MountWith(fresh, "node2", "n2", {a_other}).objects_restored(), 1u);
+  EXPECT_EQ(MountWith(fresh, "node3", "n3", {a_stale, b2}).objects_restored(), 1u);
+  auto loc = fresh.GetReplicaList(Keys({"a"}), kT0);
+  ASSERT_EQ(loc.objects(0).code(), 0);
+  EXPECT_EQ(loc.objects(0).replicas_size(), 2);
+  EXPECT_EQ(loc.objects(0).checksum(), 777u);
+}
+
 TEST_F(RestoreTest, ChunkedListOpensTheSegmentOnlyAtTheEnd) {
   MasterCore fresh(options_, 43);
   EXPECT_EQ(

@@ -48,6 +48,7 @@ void AddNodeFlags(CLI::App& app, NodeOptions& o) {
   app.add_option("--metrics_port", o.metrics_port,
                  "HTTP port of /metrics /health /status on --bind_address (0: any free port, "
                  "logged at start)")
+      ->capture_default_str();
   app.add_option("--drain_copy_ms", o.drain_copy_ms,
                  "On SIGTERM, copy objects whose only replica is here to other nodes for up to "
                  "this long before unmounting (0: do not copy)")

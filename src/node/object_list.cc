@@ -38,6 +38,11 @@ uint64_t ObjectList::applied_seq() const {
   return applied_seq_;
 }
 
+void ObjectList::Erase(uint64_t offset) {
+  std::lock_guard lock(mu_);
+  by_offset_.erase(offset);
+}
+
 void ObjectList::Reset() {
   std::lock_guard lock(mu_);
   by_offset_.clear();

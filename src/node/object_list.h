@@ -26,6 +26,8 @@ class ObjectList {
   size_t Apply(const rpc::SegmentJournal& journal);
   // The last journal sequence number applied (0: none since Reset).
   uint64_t applied_seq() const;
+  // Forgets the object starting at `offset` (its bytes are not what the list says).
+  void Erase(uint64_t offset);
   // Forgets every object and the applied sequence (a new journal starts: a new mount).
   void Reset();
   // Keeps the objects, restarts the sequence (the same objects, re-registered at a new master).

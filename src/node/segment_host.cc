@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/checksum.h"
 #include "common/units.h"
 
 namespace kvpool::node {
@@ -44,6 +45,13 @@ Status SegmentHost::Mount(master::MasterClient& master, Deadline deadline) {
   if (restarted) {
     list = objects_.Snapshot();
     objects_.RestartSequence();
+    size_t dropped = DropMismatched(list);
+    if (dropped > 0) {
+      spdlog::warn(
+          "segment={}: {} listed objects no longer match their checksum (their range was "
+          "written again just before the master went away); not re-registered",
+          name_, dropped);
+    }
   } else {
     objects_.Reset();  // a master that dropped our objects: they are not to come back
   }
@@ -69,6 +77,20 @@ Status SegmentHost::Mount(master::MasterClient& master, Deadline deadline) {
     spdlog::info("mounted segment={} size={} at the master", name_, FormatSize(size_));
   }
   return Status::Ok();
+}
+
+size_t SegmentHost::DropMismatched(std::vector<rpc::StoredObject>& list) {
+  auto memory = table_.Find(name_);
+  if (memory == nullptr) return 0;
+  size_t before = list.size();
+  std::erase_if(list, [&](const rpc::StoredObject& o) {
+    bool bad =
+        o.offset() > memory->size() || o.size() > memory->size() - o.offset() ||
+        (o.checksum() != 0 && ChecksumOf(memory->base() + o.offset(), o.size()) != o.checksum());
+    if (bad) objects_.Erase(o.offset());
+    return bad;
+  });
+  return before - list.size();
 }
 
 rpc::JournalAck SegmentHost::JournalAck() const {

@@ -57,6 +57,9 @@ class SegmentHost {
 
  private:
   SegmentHost(const SegmentHostOptions& options);
+  // Removes from `list` (and from objects()) the objects whose bytes do not match their
+  // checksum, or that lie outside the segment. Returns how many.
+  size_t DropMismatched(std::vector<rpc::StoredObject>& list);
 
   transfer::SegmentTable table_;
   transfer::DataService service_{&table_};
