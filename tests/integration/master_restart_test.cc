@@ -126,6 +126,7 @@ TEST(MasterRestartTest, ObjectsSurviveAMasterKilledUnderLoad) {
   ClientOptions o;
   o.rpc_timeout = std::chrono::milliseconds(1000);
   o.transfer_timeout = std::chrono::milliseconds(2000);
+  o.verify_checksum = true;  // the comparison below checks the bytes too; this checks the list
   auto client = pool.NewClient(o);
   ASSERT_NE(client, nullptr);
   Workload w(client.get());
