@@ -168,6 +168,8 @@ class MasterCore {
   // True when a segment acked in `req` has journal entries to hand out, or is not mounted by
   // the pinging client (the long-polling ping answers as soon as this holds).
   bool JournalReady(const rpc::Ping& req) const;
+  // Notified whenever a segment's journal grows (wakes long-polling pings).
+  JournalSignal& journal_signal() { return registry_.journal_signal(); }
   // Marks a segment as draining (no new replicas; `draining` false undoes it). A non-empty
   // `client_id` must own the segment (a host draining itself; the admin endpoint passes none).
   // Errors: SEGMENT_NOT_FOUND; ILLEGAL_CLIENT.

@@ -132,15 +132,34 @@ asio::awaitable<void> MasterService::AwaitJournal(std::string_view meta) {
   rpc::Ping req;
   if (!Parse(meta, &req) || req.journal_wait_ms() == 0 || req.journal_acks_size() == 0) co_return;
   // A ping from a segment host may wait for journal entries (a long poll), so that commits
-  // reach the host within a few milliseconds. Polling the journal is a handful of lock
-  // acquisitions; the wait never exceeds kMaxJournalWait, well inside the host's deadline.
+  // reach the host within a few milliseconds. It sleeps until a journal grows (JournalSignal
+  // cancels its timer) or the wait ends: an idle master does no work between heartbeats. The
+  // wait never exceeds kMaxJournalWait, well inside the host's deadline.
   auto wait =
       std::min<Clock::duration>(std::chrono::milliseconds(req.journal_wait_ms()), kMaxJournalWait);
   const auto until = Clock::now() + wait;
-  asio::steady_timer timer(co_await asio::this_coro::executor);
-  while (!core_->JournalReady(req) && Clock::now() < until) {
-    timer.expires_after(kJournalPollInterval);
-    co_await timer.async_wait(asio::use_awaitable);
+  auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
+  JournalSignal& signal = core_->journal_signal();
+  bool woken = false;
+  while (Clock::now() < until) {
+    // Subscribe before looking: an entry appended in between wakes the wait at once.
+    uint64_t id = signal.Subscribe(
+        [timer] { asio::post(timer->get_executor(), [timer] { timer->cancel(); }); });
+    if (core_->JournalReady(req)) {
+      signal.Unsubscribe(id);
+      break;
+    }
+    timer->expires_at(until);
+    asio::error_code ec;
+    co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    signal.Unsubscribe(id);
+    woken = woken || ec == asio::error::operation_aborted;
+  }
+  if (woken && Clock::now() < until) {
+    // Let the rest of a burst of commits join this reply.
+    timer->expires_after(kJournalGather);
+    asio::error_code ec;
+    co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
 }
 

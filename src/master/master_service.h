@@ -37,9 +37,10 @@ class MasterService : public rpc::Service {
   MasterMetrics& metrics() { return metrics_; }
   const MasterMetrics& metrics() const { return metrics_; }
 
-  // The longest a ping may wait for journal entries, and how often it looks.
+  // The longest a ping may wait for journal entries, and how long a woken ping waits for more
+  // entries to gather before it answers (one reply carries a burst of commits, not one each).
   static constexpr Clock::duration kMaxJournalWait = std::chrono::seconds(2);
-  static constexpr Clock::duration kJournalPollInterval = std::chrono::milliseconds(2);
+  static constexpr Clock::duration kJournalGather = std::chrono::milliseconds(2);
 
  private:
   // Holds a long-polling ping (Ping.journal_wait_ms) until a journal it acks has entries.

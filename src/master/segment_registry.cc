@@ -169,6 +169,7 @@ void SegmentRegistry::FreeLocked(Segment& s, const ReplicaRef& r, uint64_t objec
   s.used.store(s.allocator.used_bytes(), std::memory_order_relaxed);
   s.replicas.fetch_sub(1, std::memory_order_relaxed);
   s.journal.AppendFree(r.offset, object_size);
+  journal_signal_.Notify();
 }
 
 void SegmentRegistry::Free(const ReplicaRef& r, uint64_t object_size) {
@@ -202,6 +203,7 @@ void SegmentRegistry::RecordCommit(const ReplicaRef& r, std::string_view key, ui
   if (it == by_id_.end()) return;
   std::lock_guard seg_lock(it->second->mu);
   it->second->journal.AppendCommit(r.offset, size, key, checksum, pin_flags);
+  journal_signal_.Notify();
 }
 
 bool SegmentRegistry::CollectJournal(std::string_view name, std::string_view client_id,

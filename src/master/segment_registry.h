@@ -28,6 +28,7 @@
 
 #include "alloc/offset_allocator.h"
 #include "kvpool/status.h"
+#include "master/journal_signal.h"
 #include "master/object_table.h"
 #include "master/placement.h"
 #include "master/segment_journal.h"
@@ -133,6 +134,8 @@ class SegmentRegistry {
   // `client_id` (a ping about it has news: the host must mount again).
   bool JournalHasAfter(std::string_view name, std::string_view client_id,
                        uint64_t applied_seq) const;
+  // Notified whenever any segment's journal grows.
+  JournalSignal& journal_signal() { return journal_signal_; }
 
   // Marks segment `name` as taking new replicas or not (restoring, draining). A non-empty
   // `client_id` must be the segment's owner.
@@ -184,6 +187,7 @@ class SegmentRegistry {
   uint64_t next_id_ = 1;                                               // guarded by map_mu_
   std::mutex deferred_mu_;
   std::vector<Deferred> deferred_;  // guarded by deferred_mu_
+  JournalSignal journal_signal_;
 };
 
 }  // namespace kvpool::master
