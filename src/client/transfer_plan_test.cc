@@ -83,7 +83,9 @@ TEST(TransferPlanTest, ParallelPartsMoveEveryByteOnceAndReportFailuresPerObject)
     std::vector<Status> put_status(kObjects);
     put.Run(true, transport_for, Deadline::max(), put_status);
     for (const auto& st : put_status) ASSERT_TRUE(st.ok()) << st.ToString();
-    if (threads > 0) EXPECT_GT(a.calls, 1) << "40 MiB for one segment should split";
+    if (threads > 0) {
+      EXPECT_GT(a.calls, 1) << "40 MiB for one segment should split";
+    }
 
     a.fail_offset = 5 * kObj;  // object 5's range fails: only the objects of its part fail
     TransferPlan get(&workers);

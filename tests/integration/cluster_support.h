@@ -14,25 +14,9 @@
 #include <vector>
 
 #include "process.h"
+#include "test_bytes.h"
 
 namespace kvpool::testing {
-
-// The bytes of version `version` of object `key`.
-inline void FillObject(const std::string& key, uint32_t version, uint8_t* p, size_t n) {
-  uint64_t x = (std::hash<std::string>()(key) ^ (uint64_t{version} * 0x9e3779b97f4a7c15ULL)) | 1;
-  for (size_t i = 0; i < n; ++i) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    p[i] = static_cast<uint8_t>(x);
-  }
-}
-
-inline std::vector<uint8_t> ObjectBytes(const std::string& key, uint32_t version, size_t n) {
-  std::vector<uint8_t> v(n);
-  FillObject(key, version, v.data(), n);
-  return v;
-}
 
 // The address at which a node maps its segment, from its "serving segment=… base=0x…" log line
 // (0 when not found).

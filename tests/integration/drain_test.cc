@@ -8,17 +8,7 @@
 namespace kvpool::testing {
 namespace {
 
-std::vector<uint8_t> ValueOf(const std::string& key, size_t n) {
-  std::vector<uint8_t> v(n);
-  uint64_t x = std::hash<std::string>()(key) | 1;
-  for (auto& b : v) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    b = static_cast<uint8_t>(x);
-  }
-  return v;
-}
+std::vector<uint8_t> ValueOf(const std::string& key, size_t n) { return ObjectBytes(key, 0, n); }
 
 TEST(DrainTest, SigtermDrainsAndCopiesStayReadable) {
   Pool pool;

@@ -11,19 +11,13 @@
 
 #include "master/master_client.h"
 #include "pool.h"
+#include "test_bytes.h"
 
 namespace kvpool::testing {
 namespace {
 
-// The bytes of object `key`: a function of the key, so the test needs no copy to verify.
 void Fill(const std::string& key, char* p, size_t n) {
-  uint64_t x = std::hash<std::string>()(key) | 1;
-  for (size_t i = 0; i < n; ++i) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    p[i] = static_cast<char>(x);
-  }
+  FillObject(key, 0, reinterpret_cast<uint8_t*>(p), n);
 }
 
 bool Matches(const std::string& key, const char* p, size_t n) {

@@ -22,17 +22,7 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr size_t kValueBytes = 4 << 10;
 constexpr size_t kBatch = 8;
 
-std::vector<uint8_t> ValueOf(const std::string& key) {
-  std::vector<uint8_t> v(kValueBytes);
-  uint64_t x = std::hash<std::string>()(key) | 1;
-  for (auto& b : v) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    b = static_cast<uint8_t>(x);
-  }
-  return v;
-}
+std::vector<uint8_t> ValueOf(const std::string& key) { return ObjectBytes(key, 0, kValueBytes); }
 
 // Puts batches of fresh keys and reads back earlier ones until stopped, recording when each
 // put completed and the longest any call took.

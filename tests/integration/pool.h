@@ -11,6 +11,7 @@
 
 #include "kvpool/client.h"
 #include "process.h"
+#include "test_bytes.h"
 
 namespace kvpool::testing {
 

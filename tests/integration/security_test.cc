@@ -143,8 +143,8 @@ TEST_F(SecurityTest, SecretPoolServesClientsWithTheSecretAndRefusesOthers) {
   // The CLI: with the file it works; without it, a clear refusal; a secret on the command line
   // is refused outright.
   const std::string m = pool.master_address();
-  auto r = RunCommand(kBinary, {"exists", "secret-page", "--master", m, "--auth_secret_file",
-                                secret});
+  auto r =
+      RunCommand(kBinary, {"exists", "secret-page", "--master", m, "--auth_secret_file", secret});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   r = RunCommand(kBinary, {"exists", "secret-page", "--master", m});
   EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -165,8 +165,8 @@ TEST_F(SecurityTest, MasterWithoutSecretOnPublicAddressWarns) {
 }
 
 TEST_F(SecurityTest, TlsPoolRoundTripsAndMutualTlsNeedsClientCertificate) {
-  const std::vector<std::string> server_tls = {"--tls_cert", certs_->server_cert, "--tls_key",
-                                               certs_->server_key, "--tls_ca", certs_->ca};
+  const std::vector<std::string> server_tls = {"--tls_cert",       certs_->server_cert, "--tls_key",
+                                               certs_->server_key, "--tls_ca",          certs_->ca};
   std::vector<std::string> master_flags = server_tls;
   master_flags.insert(master_flags.end(), {"--tls_verify_client", "true"});
   Pool pool(master_flags);

@@ -12,17 +12,12 @@
 
 #include "kvpool/client.h"
 #include "kvpool/host_allocator.h"
+#include "test_bytes.h"
 
 namespace {
 
 void Fill(const std::string& key, uint8_t* p, size_t n) {
-  uint64_t x = std::hash<std::string>()(key) | 1;
-  for (size_t i = 0; i < n; ++i) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    p[i] = static_cast<uint8_t>(x);
-  }
+  kvpool::testing::FillObject(key, 0, p, n);
 }
 
 int Fail(const char* what, const kvpool::Status& st) {

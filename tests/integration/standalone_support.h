@@ -85,15 +85,7 @@ inline std::unique_ptr<Client> Attach(const StandaloneOptions& o) {
 }
 
 // The bytes of object `key`: a function of the key, so any process can verify them.
-inline void FillPage(const std::string& key, uint8_t* p, size_t n) {
-  uint64_t x = std::hash<std::string>()(key) | 1;
-  for (size_t i = 0; i < n; ++i) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    p[i] = static_cast<uint8_t>(x);
-  }
-}
+inline void FillPage(const std::string& key, uint8_t* p, size_t n) { FillObject(key, 0, p, n); }
 
 inline bool PageMatches(const std::string& key, const uint8_t* p, size_t n) {
   std::vector<uint8_t> want(n);
