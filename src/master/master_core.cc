@@ -166,6 +166,15 @@ rpc::PutStartResult MasterCore::PutOne(const rpc::PutItem& item, const PutContex
     // No space. Evict (outside the shard lock: eviction takes every shard's) and retry once,
     // unless an eviction of this batch already found nothing to free.
     if (attempt > 0 || !*may_evict) break;
+    if (!registry_.AnyAccepting()) {
+      // Every segment is restoring (a master restart) or draining: room made by eviction could
+      // not be used, and evicting would destroy objects that are about to be readable again.
+      SetResult(&out, ErrorCode::NO_AVAILABLE_HANDLE,
+                fmt::format("key={} size={}: no segment takes new replicas right now (restoring "
+                            "after a master restart, or draining)",
+                            item.key(), item.size()));
+      return out;
+    }
     uint64_t need = registry_.Reserved(item.size()) * ctx.replica_num;
     uint64_t ratio_bytes = static_cast<uint64_t>(options_.eviction_ratio *
                                                  static_cast<double>(registry_.Usage().capacity));

@@ -201,5 +201,16 @@ TEST_F(RestoreTest, DrainingSegmentTakesNoNewReplicas) {
   ASSERT_TRUE(core_.SetDraining("n1", false).ok());
 }
 
+TEST_F(RestoreTest, PutsFindingNoAcceptingSegmentEvictNothing) {
+  Mount("node1", "n1");
+  PutComplete("w", "kept", 100);
+  ASSERT_TRUE(core_.SetDraining("n1", true).ok());  // like a segment still being restored
+  auto r = Put1("w", "new", 100);
+  EXPECT_EQ(r.code(), static_cast<int32_t>(ErrorCode::NO_AVAILABLE_HANDLE));
+  EXPECT_NE(r.message().find("no segment takes new replicas"), std::string::npos) << r.message();
+  EXPECT_EQ(Get1("kept").code(), 0);  // not evicted to make room that no put could use
+  EXPECT_EQ(core_.Stat().evicted_total(), 0u);
+}
+
 }  // namespace
 }  // namespace kvpool::master

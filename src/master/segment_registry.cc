@@ -206,6 +206,14 @@ void SegmentRegistry::RecordCommit(const ReplicaRef& r, std::string_view key, ui
   journal_signal_.Notify();
 }
 
+bool SegmentRegistry::AnyAccepting() const {
+  std::shared_lock lock(map_mu_);
+  for (const auto& [id, seg] : by_id_) {
+    if (seg->accepting.load(std::memory_order_relaxed)) return true;
+  }
+  return false;
+}
+
 bool SegmentRegistry::CollectJournal(std::string_view name, std::string_view client_id,
                                      uint64_t applied_seq, size_t max_entries,
                                      rpc::SegmentJournal* out) {

@@ -151,6 +151,8 @@ class SegmentRegistry {
   bool Describe(uint64_t segment_id, std::string* name, std::string* endpoint) const;
   std::vector<SegmentStats> Stats() const;
   PoolUsage Usage() const;
+  // True when some mounted segment takes new replicas (is neither restoring nor draining).
+  bool AnyAccepting() const;
 
  private:
   struct Segment {
