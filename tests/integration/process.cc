@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -19,16 +20,48 @@ extern char** environ;
 
 namespace kvpool::testing {
 
-uint16_t FreePort() {
+namespace {
+
+// Binds 127.0.0.1:`port` (0: any) and returns the bound port, or 0 when it is taken.
+uint16_t TryBind(uint16_t port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
+  a.sin_port = htons(port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  uint16_t bound = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
+    socklen_t len = sizeof(a);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    bound = ntohs(a.sin_port);
+  }
   ::close(fd);
-  return ntohs(a.sin_port);
+  return bound;
+}
+
+// The low end of the kernel's ephemeral range (source ports of connections, bind to port 0).
+int EphemeralLow() {
+  std::ifstream f("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0;
+  return (f >> low) ? low : 0;
+}
+
+}  // namespace
+
+uint16_t FreePort() {
+  // Below the ephemeral range: the kernel hands those ports to outgoing connections and to
+  // servers binding port 0 (the node's HTTP port), which could take a port between this call
+  // and the test's process binding it. Tests run in parallel: pick at random.
+  static const int low = EphemeralLow();
+  constexpr int kFirst = 10000;
+  if (low > kFirst + 1000) {
+    static thread_local std::mt19937 rng(std::random_device{}());
+    std::uniform_int_distribution<int> pick(kFirst, low - 1);
+    for (int i = 0; i < 100; ++i) {
+      if (uint16_t p = TryBind(static_cast<uint16_t>(pick(rng))); p != 0) return p;
+    }
+  }
+  return TryBind(0);
 }
 
 bool WaitForPort(uint16_t port, std::chrono::milliseconds timeout) {

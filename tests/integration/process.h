@@ -10,7 +10,7 @@
 
 namespace kvpool::testing {
 
-// A port that was free a moment ago on 127.0.0.1.
+// A port that was free a moment ago on 127.0.0.1, chosen below the kernel's ephemeral range.
 uint16_t FreePort();
 // True once something accepts TCP connections on 127.0.0.1:port, false after `timeout`.
 bool WaitForPort(uint16_t port, std::chrono::milliseconds timeout);
