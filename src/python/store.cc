@@ -343,9 +343,12 @@ int64_t Store::GetInto(const std::string& key, uintptr_t ptr, uint64_t size) {
   return BatchGetInto({key}, {ptr}, {size})[0];
 }
 
-std::vector<int> Store::BatchPutFrom(const Keys& keys, const Addresses& ptrs, const Sizes& sizes,
-                                     const PyReplicateConfig& cfg) {
-  auto c = client();
+namespace {
+// BatchPutFrom and BatchUpsertFrom: `write` is the client's method of that name.
+template <typename Write>
+std::vector<int> WriteBatch(const Result<std::shared_ptr<Client>>& c, const Store::Keys& keys,
+                            const Store::Addresses& ptrs, const Store::Sizes& sizes,
+                            const PyReplicateConfig& cfg, Write write) {
   if (!c.ok()) return Repeat(keys.size(), ToPyCode(c.status()));
   auto core = cfg.ToCore();
   if (!core.ok()) return Repeat(keys.size(), ToPyCode(core.status()));
@@ -353,9 +356,15 @@ std::vector<int> Store::BatchPutFrom(const Keys& keys, const Addresses& ptrs, co
   std::vector<Status> st;
   {
     py::gil_scoped_release nogil;
-    st = (*c)->BatchPutFrom(keys, AsConstPointers(ptrs), sz, *core);
+    st = ((**c).*write)(keys, AsConstPointers(ptrs), sz, *core);
   }
   return ToPyCodes(st);
+}
+}  // namespace
+
+std::vector<int> Store::BatchPutFrom(const Keys& keys, const Addresses& ptrs, const Sizes& sizes,
+                                     const PyReplicateConfig& cfg) {
+  return WriteBatch(client(), keys, ptrs, sizes, cfg, &Client::BatchPutFrom);
 }
 
 std::vector<int64_t> Store::BatchGetInto(const Keys& keys, const Addresses& ptrs,
@@ -416,17 +425,7 @@ int Store::UpsertFrom(const std::string& key, uintptr_t ptr, uint64_t size,
 
 std::vector<int> Store::BatchUpsertFrom(const Keys& keys, const Addresses& ptrs, const Sizes& sizes,
                                         const PyReplicateConfig& cfg) {
-  auto c = client();
-  if (!c.ok()) return Repeat(keys.size(), ToPyCode(c.status()));
-  auto core = cfg.ToCore();
-  if (!core.ok()) return Repeat(keys.size(), ToPyCode(core.status()));
-  std::vector<size_t> sz(sizes.begin(), sizes.end());
-  std::vector<Status> st;
-  {
-    py::gil_scoped_release nogil;
-    st = (*c)->BatchUpsertFrom(keys, AsConstPointers(ptrs), sz, *core);
-  }
-  return ToPyCodes(st);
+  return WriteBatch(client(), keys, ptrs, sizes, cfg, &Client::BatchUpsertFrom);
 }
 
 int Store::IsExist(const std::string& key) {
