@@ -52,11 +52,16 @@ class ServerStream {
 };
 
 // What the server knows about one connection, for the Service (see Service::HandleFrom).
-// Later per-tenant identity hangs here.
 struct ConnectionContext {
   std::string peer;              // "ip:port"
   std::string peer_name;         // what the client said in HELLO (untrusted, for logs)
   bool authenticated = false;    // proved the shared secret (false when the server has none)
+  // A trusted pool component (node, admin tool, embedded host given the pool secret): may name
+  // any key and read or write any segment range. True when the server has no secret (nothing
+  // can be told apart then) or the peer proved the pool secret itself; false for a peer that
+  // proved only a tenant's key (docs/security.md).
+  bool privileged = true;
+  std::string tenant_id;  // the tenant the connection is bound to; "" is the default tenant
   bool tls = false;              // the connection is TLS
   std::string tls_peer_subject;  // the client certificate's subject (mutual TLS), else ""
 };
