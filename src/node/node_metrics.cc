@@ -73,6 +73,10 @@ std::string NodeMetrics::Render(const NodeGauges& g) const {
                    "Data requests refused before any byte moved (unknown segment, range outside "
                    "it, malformed request).",
                    d.requests_refused.load());
+    w.WriteCounter("kvpool_node_data_grants_refused_total",
+                   "Tenant data requests refused for a missing, expired or invalid grant "
+                   "(docs/security.md); also counted in kvpool_node_data_requests_refused_total.",
+                   d.grants_refused.load());
   }
 
   const rpc::NodeStatusReply& a = g.attach;

@@ -7,7 +7,8 @@
 
 namespace kvpool::node {
 
-SegmentHost::SegmentHost(const SegmentHostOptions& options) : size_(options.size) {}
+SegmentHost::SegmentHost(const SegmentHostOptions& options)
+    : service_(&table_, options.security.auth_secret), size_(options.size) {}
 
 SegmentHost::~SegmentHost() {
   if (server_ != nullptr) server_->Stop();

@@ -62,7 +62,7 @@ class SegmentHost {
   size_t DropMismatched(std::vector<rpc::StoredObject>& list);
 
   transfer::SegmentTable table_;
-  transfer::DataService service_{&table_};
+  transfer::DataService service_;  // checks tenants' grants with the pool secret
   std::unique_ptr<rpc::Server> server_;
   std::string name_;
   uint64_t size_ = 0;

@@ -8,24 +8,49 @@ namespace kvpool::transfer {
 asio::awaitable<rpc::Reply> DataService::Handle(const rpc::FrameHeader& header,
                                                 std::string_view meta,
                                                 rpc::PayloadReader& payload) {
+  co_return co_await HandleFrom(rpc::ConnectionContext(), header, meta, payload);
+}
+
+asio::awaitable<rpc::Reply> DataService::HandleFrom(const rpc::ConnectionContext& context,
+                                                    const rpc::FrameHeader& header,
+                                                    std::string_view meta,
+                                                    rpc::PayloadReader& payload) {
   rpc::DataRequest req;
   if (header.method != rpc::WRITE && header.method != rpc::READ) {
     co_return rpc::Reply::Error(
         Status(ErrorCode::NOT_SUPPORTED,
                fmt::format("method {} is not served by a storage node", header.method)));
   }
-  auto& received = header.method == rpc::WRITE ? counters_.writes : counters_.reads;
+  const bool write = header.method == rpc::WRITE;
+  auto& received = write ? counters_.writes : counters_.reads;
   received.fetch_add(1, std::memory_order_relaxed);
   if (!req.ParseFromArray(meta.data(), static_cast<int>(meta.size()))) {
     ++counters_.requests_refused;
     co_return rpc::Reply::Error(Status(ErrorCode::INVALID_PARAMS, "unparsable DataRequest"));
   }
-  if (header.method == rpc::WRITE) co_return co_await Write(req, payload);
+  if (!context.privileged) {
+    // Before anything else: a refused tenant learns nothing about the segment. The server
+    // discards a refused WRITE's unread payload.
+    Status st = CheckTenant(context, req, write ? rpc::GrantMode::kWrite : rpc::GrantMode::kRead);
+    if (!st.ok()) co_return rpc::Reply::Error(st);
+  }
+  if (write) co_return co_await Write(req, payload);
   if (payload.size() != 0) {
     ++counters_.requests_refused;
     co_return rpc::Reply::Error(Status(ErrorCode::INVALID_PARAMS, "READ carries a payload"));
   }
   co_return Read(req);
+}
+
+Status DataService::CheckTenant(const rpc::ConnectionContext& context, const rpc::DataRequest& req,
+                                rpc::GrantMode mode) {
+  Status st = grants_.CheckRequest(req, mode, unix_ms_());
+  if (st.ok()) return st;
+  ++counters_.requests_refused;
+  ++counters_.grants_refused;
+  spdlog::warn("refused {} from {} (tenant={}): {}", rpc::GrantModeName(mode), context.peer,
+               context.tenant_id, st.message());
+  return st;
 }
 
 asio::awaitable<rpc::Reply> DataService::Write(const rpc::DataRequest& req,

@@ -1,11 +1,17 @@
 // Serves WRITE and READ of this process's segments to any peer (rpc::Service). Page bytes move
 // straight between the socket and segment memory (scatter/gather, no staging buffer).
+//
+// A tenant (non-privileged) connection may only touch ranges the master granted it: every range
+// must carry a valid, unexpired grant for this segment and method (rpc/grant.h), checked with
+// the pool secret before anything else; privileged peers are not checked.
+//
 // Thread-safe; counters are relaxed atomics.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 
+#include "rpc/grant.h"
 #include "rpc/server.h"
 #include "transfer/segment_table.h"
 
@@ -17,20 +23,35 @@ struct DataServiceCounters {
   std::atomic<uint64_t> bytes_written{0};
   std::atomic<uint64_t> bytes_read{0};
   std::atomic<uint64_t> requests_refused{0};
+  std::atomic<uint64_t> grants_refused{0};  // of which refused for a missing or invalid grant
 };
 
 class DataService : public rpc::Service {
  public:
-  // `segments` must outlive the service.
-  explicit DataService(const SegmentTable* segments) : segments_(segments) {}
+  using ClockFn = uint64_t (*)();  // unix time in ms, for grant expiry
+  // `segments` must outlive the service. `pool_secret` checks tenants' grants (empty: every
+  // tenant request is refused; privileged peers are served regardless).
+  explicit DataService(const SegmentTable* segments, std::string_view pool_secret = {},
+                       ClockFn unix_ms = &rpc::UnixMillisNow)
+      : segments_(segments), grants_(pool_secret), unix_ms_(unix_ms) {}
 
   // WRITE: DataRequest + payload of exactly the ranges' total length.
   // READ: DataRequest -> payload of the ranges' bytes in order.
-  // Errors: SEGMENT_NOT_FOUND (not served here), INVALID_WRITE / INVALID_READ (a range outside
-  // the segment; nothing moves), INVALID_PARAMS (payload length mismatch, unparsable request),
-  // NOT_SUPPORTED (another method).
+  // Errors: ILLEGAL_CLIENT (a tenant connection and a range without a valid grant; nothing
+  // moves, a WRITE's payload is discarded), SEGMENT_NOT_FOUND (not served here), INVALID_WRITE /
+  // INVALID_READ (a range outside the segment; nothing moves), INVALID_PARAMS (payload length
+  // mismatch, unparsable request), NOT_SUPPORTED (another method).
+  asio::awaitable<rpc::Reply> HandleFrom(const rpc::ConnectionContext& context,
+                                         const rpc::FrameHeader& header, std::string_view meta,
+                                         rpc::PayloadReader& payload) override;
+  // HandleFrom for a privileged peer.
   asio::awaitable<rpc::Reply> Handle(const rpc::FrameHeader& header, std::string_view meta,
                                      rpc::PayloadReader& payload) override;
+
+  // The grant check HandleFrom applies to a tenant's request: OK, or ILLEGAL_CLIENT naming
+  // the first range without a valid grant (logged and counted).
+  Status CheckTenant(const rpc::ConnectionContext& context, const rpc::DataRequest& req,
+                     rpc::GrantMode mode);
 
   const DataServiceCounters& counters() const { return counters_; }
 
@@ -39,6 +60,8 @@ class DataService : public rpc::Service {
   rpc::Reply Read(const rpc::DataRequest& req);
 
   const SegmentTable* segments_;
+  const rpc::GrantKey grants_;
+  const ClockFn unix_ms_;
   DataServiceCounters counters_;
 };
 
