@@ -18,6 +18,8 @@ Status TransferPlan::Add(size_t object, const rpc::Replica& replica,
   rpc::Range r;
   r.set_offset(replica.offset());
   r.set_length(replica.length());
+  // A tenant's permission for this range (rpc/grant.h): the segment host checks it.
+  if (replica.has_grant()) *r.mutable_grant() = replica.grant();
   m.ranges.push_back(std::move(r));
   m.memory.insert(m.memory.end(), memory.begin(), memory.end());
   m.objects.push_back(object);

@@ -42,7 +42,8 @@ class TransferPlan {
   // after another on the calling thread. The pool must outlive Run.
   explicit TransferPlan(TaskPool* workers = nullptr) : workers_(workers) {}
 
-  // Adds one replica's move: `memory` (exactly replica.length() bytes) <-> the replica's range.
+  // Adds one replica's move: `memory` (exactly replica.length() bytes) <-> the replica's range,
+  // carrying the replica's grant (a tenant's; rpc/grant.h) along to the segment host.
   // Errors: INVALID_REPLICA when the master sent an unparsable endpoint.
   Status Add(size_t object, const rpc::Replica& replica, const std::vector<iovec>& memory);
 

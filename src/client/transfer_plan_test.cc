@@ -104,5 +104,44 @@ TEST(TransferPlanTest, ParallelPartsMoveEveryByteOnceAndReportFailuresPerObject)
   }
 }
 
+// A tenant's replicas carry grants; each range sent to the segment host carries its replica's.
+TEST(TransferPlanTest, RangesCarryTheirReplicasGrants) {
+  std::vector<rpc::Range> sent;
+  class Recording : public transfer::Transport {
+   public:
+    explicit Recording(std::vector<rpc::Range>* out) : out_(out) {}
+    Status Write(const transfer::SegmentRanges& dst, std::span<const iovec>, Deadline) override {
+      out_->insert(out_->end(), dst.ranges.begin(), dst.ranges.end());
+      return Status::Ok();
+    }
+    Status Read(const transfer::SegmentRanges&, std::span<const iovec>, Deadline) override {
+      return Status::Ok();
+    }
+
+   private:
+    std::vector<rpc::Range>* out_;
+  } recording(&sent);
+  std::vector<uint8_t> mem(300);
+  TransferPlan plan;
+  for (uint64_t i = 0; i < 3; ++i) {
+    rpc::Replica r = ReplicaAt("a", i * 4096, 100);
+    if (i != 1) {  // replica 1 has none (a privileged caller's)
+      r.mutable_grant()->set_offset(i * 4096);
+      r.mutable_grant()->set_length(100);
+      r.mutable_grant()->set_mac("mac" + std::to_string(i));
+    }
+    ASSERT_TRUE(plan.Add(i, r, {{mem.data() + i * 100, 100}}).ok());
+  }
+  std::vector<Status> status(3);
+  plan.Run(
+      true, [&](const std::string&) -> transfer::Transport& { return recording; }, Deadline::max(),
+      status);
+  ASSERT_EQ(sent.size(), 3u);
+  EXPECT_EQ(sent[0].grant().mac(), "mac0");
+  EXPECT_FALSE(sent[1].has_grant());
+  EXPECT_EQ(sent[2].grant().mac(), "mac2");
+  EXPECT_EQ(sent[2].grant().offset(), 2u * 4096);
+}
+
 }  // namespace
 }  // namespace kvpool::client
