@@ -38,7 +38,8 @@ Master::Master(const MasterOptions& options)
     : options_(options),
       core_(options),
       service_(&core_),
-      server_(std::make_unique<rpc::Server>(ServerOptionsOf(options), &service_)),
+      granting_(&service_, GrantIssuer::For(options)),
+      server_(std::make_unique<rpc::Server>(ServerOptionsOf(options), &granting_)),
       routes_(&core_, &service_.metrics(), UnixNow()) {
   if (options.enable_http_admin) {
     HttpHandlers handlers;
