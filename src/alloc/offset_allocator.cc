@@ -1,5 +1,6 @@
 #include "alloc/offset_allocator.h"
 
+#include <algorithm>
 #include <bit>
 #include <cassert>
 #include <cstdio>
@@ -42,7 +43,7 @@ OffsetAllocator::OffsetAllocator(uint64_t capacity, uint64_t alignment) {
     std::abort();
   }
   shift_ = static_cast<uint32_t>(std::countr_zero(alignment));
-  capacity_units_ = capacity >> shift_;
+  capacity_units_ = std::min(capacity >> shift_, kMaxUnits);
   bin_heads_.fill(kNone);
   nodes_.reserve(64);
   if (capacity_units_ == 0) return;

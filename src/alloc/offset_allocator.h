@@ -35,8 +35,8 @@ struct Allocation {
 
 class OffsetAllocator {
  public:
-  // Manages [0, capacity) rounded down to a multiple of `alignment`; the tail below one
-  // alignment unit is never handed out (see capacity()). A capacity below `alignment` gives an
+  // Manages [0, capacity) rounded down to a multiple of `alignment`, and to at most 2^56 - 1
+  // alignment units; the tail below one alignment unit is never handed out (see capacity()). A capacity below `alignment` gives an
   // allocator on which every Allocate fails.
   // REQUIRES: alignment is a power of two (1 is allowed). Violations abort the process, in
   // release builds too (this is a one-time check).
@@ -98,15 +98,21 @@ class OffsetAllocator {
 
   enum class NodeState : uint8_t { kFree, kUsed, kPooled };
 
+  // Most units one allocator manages: `size` is a 56-bit field so that `state` fits in the same
+  // eight bytes and a node takes 32 bytes (one per live allocation: part of the master's
+  // per-object metadata budget). 2^56 units of the smallest alignment is 4 EiB.
+  static constexpr uint64_t kMaxUnits = (uint64_t{1} << 56) - 1;
+
   struct Node {
-    uint64_t offset = 0;        // Units.
-    uint64_t size = 0;          // Units.
+    uint64_t offset = 0;     // Units.
+    uint64_t size : 56 = 0;  // Units.
+    NodeState state = NodeState::kPooled;
     uint32_t bin_prev = kNone;  // Free: links in its bin's list. Pooled: bin_next links the pool.
     uint32_t bin_next = kNone;
     uint32_t addr_prev = kNone;  // Address neighbours (free or used); kNone at the ends.
     uint32_t addr_next = kNone;
-    NodeState state = NodeState::kPooled;
   };
+  static_assert(sizeof(Node) == 32, "a node per live allocation: keep it at 32 bytes");
 
   uint32_t NewNode(uint64_t offset, uint64_t size, NodeState state);
   void ReleaseNode(uint32_t index);

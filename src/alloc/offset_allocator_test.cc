@@ -210,17 +210,26 @@ TEST(OffsetAllocatorTest, OneTebibyteSpace) {
   EXPECT_EQ(MustAllocate(a, 1 * kTiB).size, 1 * kTiB);
 }
 
-TEST(OffsetAllocatorTest, WholeSixtyFourBitSpace) {
+TEST(OffsetAllocatorTest, HugeSpaces) {
+  // With 64-byte units the whole 64-bit space fits (2^58 units would not; see below).
+  OffsetAllocator wide(UINT64_MAX, /*alignment=*/4096);
+  EXPECT_EQ(wide.capacity(), UINT64_MAX - 4095);
+  Allocation big = MustAllocate(wide, uint64_t{1} << 63);
+  EXPECT_EQ(MustAllocate(wide, 1).offset, uint64_t{1} << 63);
+  wide.Free(big);
+  // An allocator manages at most 2^56 - 1 units (32-byte nodes): with 1-byte units the space
+  // stops there.
+  constexpr uint64_t kMax = (uint64_t{1} << 56) - 1;
   OffsetAllocator a(UINT64_MAX, /*alignment=*/1);
-  EXPECT_EQ(a.capacity(), UINT64_MAX);
-  EXPECT_EQ(a.largest_free_range(), UINT64_MAX);
-  Allocation half = MustAllocate(a, uint64_t{1} << 63);
+  EXPECT_EQ(a.capacity(), kMax);
+  EXPECT_EQ(a.largest_free_range(), kMax);
+  Allocation half = MustAllocate(a, uint64_t{1} << 55);
   Allocation small = MustAllocate(a, 1);
-  EXPECT_EQ(small.offset, uint64_t{1} << 63);
-  EXPECT_EQ(a.free_bytes(), (uint64_t{1} << 63) - 2);
+  EXPECT_EQ(small.offset, uint64_t{1} << 55);
+  EXPECT_EQ(a.free_bytes(), kMax - (uint64_t{1} << 55) - 1);
   a.Free(half);
   a.Free(small);
-  EXPECT_EQ(MustAllocate(a, UINT64_MAX).size, UINT64_MAX);
+  EXPECT_EQ(MustAllocate(a, kMax).size, kMax);
   EXPECT_EQ(a.free_bytes(), 0u);
 }
 

@@ -53,11 +53,11 @@ int64_t Evictor::EstimateCutoff(const Pass& pass, uint64_t target) {
         shard_bytes += static_cast<double>(b);
         ++seen;
         if (reservoir.size() < kSamplesPerShard) {
-          reservoir.emplace_back(o.last_access_ns, b);
+          reservoir.emplace_back(o.last_access_ns(), b);
           return;
         }
         uint64_t j = std::uniform_int_distribution<uint64_t>(0, seen - 1)(rng);
-        if (j < kSamplesPerShard) reservoir[j] = {o.last_access_ns, b};
+        if (j < kSamplesPerShard) reservoir[j] = {o.last_access_ns(), b};
       });
     }
     double sampled = 0;
@@ -82,7 +82,8 @@ EvictionResult Evictor::EvictFromShard(ObjectTable::Shard& shard, uint64_t quota
   using Candidate = std::pair<int64_t, Object*>;  // (last_access, object)
   std::vector<Candidate> heap;
   shard.ForEach([&](Object& o) {
-    if (o.last_access_ns <= cutoff && IsCandidate(o, pass)) heap.emplace_back(o.last_access_ns, &o);
+    if (o.last_access_ns() <= cutoff && IsCandidate(o, pass))
+      heap.emplace_back(o.last_access_ns(), &o);
   });
   // A min-heap on last_access: O(n) to build, O(log n) per evicted object.
   auto newer = [](const Candidate& a, const Candidate& b) { return a.first > b.first; };

@@ -8,6 +8,8 @@ namespace kvpool::master {
 namespace {
 
 constexpr uint64_t kObj = 1024;
+// Objects keep their last access in ticks of 2^24 ns; the tests' access times count ticks.
+constexpr int64_t kAccessTickNs = int64_t{1} << 24;
 
 class EvictionTest : public ::testing::Test {
  protected:
@@ -26,7 +28,7 @@ class EvictionTest : public ::testing::Test {
     EXPECT_EQ(placed.size(), 1u);
     std::vector<ReplicaRef> refs = {placed[0].ref};
     ObjectPtr o = Object::Create(key, kObj, refs);
-    o->last_access_ns = access;
+    o->set_last_access_ns(access * kAccessTickNs);
     o->flags = flags;
     o->state = pending ? ObjectState::kPending : ObjectState::kComplete;
     o->stamp_ns = lease_until;

@@ -146,16 +146,16 @@ bool MasterCore::ListShardInPieces(size_t index, std::string_view prefix, size_t
                                    std::string_view after, std::vector<ObjectListing::Entry>* best,
                                    size_t* scanned) {
   SmallestKeys keys(want, best);
-  size_t buckets = 0;
-  for (size_t first = 0;; first += kListBucketsPerLock) {
+  uint64_t layout = 0;
+  for (size_t first = 0;; first += kListSlotsPerLock) {
     auto shard = table_.LockIndex(index);
     if (first == 0) {
-      buckets = shard->bucket_count();
-    } else if (shard->bucket_count() != buckets) {
-      return false;  // rehashed: objects moved between buckets, the pieces no longer tile
+      layout = shard->layout_version();
+    } else if (shard->layout_version() != layout) {
+      return false;  // rebuilt: objects moved between slots, the pieces no longer tile
     }
-    if (first >= buckets) return true;
-    shard->ForEachInBuckets(first, first + kListBucketsPerLock, [&](const Object& o) {
+    if (first >= shard->slot_count()) return true;
+    shard->ForEachInSlots(first, first + kListSlotsPerLock, [&](const Object& o) {
       ++*scanned;
       // Keys are never empty, so with `after` empty every key is after it.
       if (o.key() > after && o.key().starts_with(prefix)) keys.Offer(o);
@@ -183,7 +183,7 @@ Result<ObjectInfo> MasterCore::InspectObject(std::string_view key, TimePoint now
     } else if (obj->leased(now_ns)) {
       info.lease_remaining_ms = MillisOf(obj->lease_until_ns() - now_ns);
     }
-    info.idle_ms = std::max<int64_t>(0, MillisOf(now_ns - obj->last_access_ns));
+    info.idle_ms = std::max<int64_t>(0, MillisOf(now_ns - obj->last_access_ns()));
     info.soft_pinned = obj->soft_pinned();
     info.hard_pinned = obj->hard_pinned();
     for (const ReplicaRef& r : obj->replicas()) {

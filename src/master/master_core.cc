@@ -262,7 +262,7 @@ bool MasterCore::TryPlace(ObjectTable::Shard& shard, const rpc::PutItem& item,
   obj->writer = ctx.writer;
   obj->state = ObjectState::kPending;
   obj->stamp_ns = ctx.now_ns;
-  obj->last_access_ns = ctx.now_ns;
+  obj->set_last_access_ns(ctx.now_ns);
   obj->flags = ctx.flags;
   shard.Insert(std::move(obj));
   for (Placement& p : placed) {
@@ -317,7 +317,7 @@ ErrorCode MasterCore::Commit(std::string_view key, uint32_t writer, uint64_t che
   if (obj->pending()) {
     obj->checksum = checksum;
     shard->MarkComplete(obj);
-    obj->last_access_ns = now_ns;
+    obj->set_last_access_ns(now_ns);
     // The segments' hosts learn of it through their journals (master restart without loss).
     for (const ReplicaRef& r : obj->replicas()) {
       registry_.RecordCommit(r, key, obj->size, obj->checksum, obj->flags);
@@ -393,7 +393,7 @@ rpc::GetReplicaListReply MasterCore::GetReplicaList(const rpc::KeysRequest& req,
     loc->set_checksum(obj->checksum);
     if (!req.no_lease()) {
       obj->stamp_ns = std::max(obj->stamp_ns, now_ns + lease_ns_);
-      obj->last_access_ns = now_ns;
+      obj->set_last_access_ns(now_ns);
     }
   }
   return reply;

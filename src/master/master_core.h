@@ -142,12 +142,12 @@ class MasterCore {
   static constexpr size_t kMaxListLimit = 10000;
   // Objects one ListObjects page scans before it stops at a shard boundary.
   static constexpr size_t kListScanBudget = 1 << 18;
-  // Hash buckets ListObjects scans per shard lock hold (about as many objects).
-  static constexpr size_t kListBucketsPerLock = 1024;
+  // Index slots ListObjects scans per shard lock hold (7/16..7/8 of them hold objects).
+  static constexpr size_t kListSlotsPerLock = 2048;
   // Keys starting with `prefix`, at most `limit`, from after `cursor` ("" starts; then the
   // previous page's next_cursor). The order (by shard, then by key bytes) is stable, so paging
   // never repeats a key and visits every key that exists throughout. A shard is scanned in
-  // pieces of kListBucketsPerLock hash buckets, each under its own short lock hold (puts and
+  // pieces of kListSlotsPerLock index slots, each under its own short lock hold (puts and
   // gets of that shard wait for one piece at most, not for the whole scan); a page stops early
   // once it has scanned about kListScanBudget objects, so a page may hold fewer than `limit`
   // keys and still have a next_cursor.

@@ -115,7 +115,7 @@ bool MasterCore::AdoptRestored(ObjectTable::Shard& shard, const rpc::StoredObjec
     ObjectPtr obj = Object::Create(so.key(), so.size(), std::span<const ReplicaRef>(&ref, 1));
     obj->state = ObjectState::kComplete;
     obj->stamp_ns = 0;  // no lease
-    obj->last_access_ns = now_ns;
+    obj->set_last_access_ns(now_ns);
     obj->flags = static_cast<uint8_t>(so.pin_flags() & (kSoftPin | kHardPin));
     obj->checksum = so.checksum();
     shard.Insert(std::move(obj));
@@ -136,7 +136,7 @@ bool MasterCore::AdoptRestored(ObjectTable::Shard& shard, const rpc::StoredObjec
   ObjectPtr merged = Object::Create(existing->key(), existing->size, refs);
   merged->checksum = existing->checksum;
   merged->stamp_ns = existing->stamp_ns;
-  merged->last_access_ns = existing->last_access_ns;
+  merged->set_last_access_ns(existing->last_access_ns());
   merged->writer = existing->writer;
   merged->state = existing->state;
   merged->flags = existing->flags;

@@ -38,17 +38,11 @@ size_t Object::DropReplicasIf(const std::function<bool(const ReplicaRef&)>& drop
   return dropped;
 }
 
-Object* ObjectTable::Shard::Find(std::string_view key) const {
-  auto it = objects_.find(key);
-  return it == objects_.end() ? nullptr : it->get();
-}
+Object* ObjectTable::Shard::Find(std::string_view key) const { return objects_.Find(key); }
 
 Object* ObjectTable::Shard::Insert(ObjectPtr obj) {
-  Object* raw = obj.get();
-  auto [it, inserted] = objects_.insert(std::move(obj));
-  assert(inserted);
-  (void)it;
-  (void)inserted;
+  Object* raw = obj.release();
+  objects_.Insert(raw);  // owns it now (destroys it if growing throws)
   if (raw->pending()) pending_.insert(raw);
   total_->fetch_add(1, std::memory_order_relaxed);
   return raw;
@@ -56,9 +50,7 @@ Object* ObjectTable::Shard::Insert(ObjectPtr obj) {
 
 void ObjectTable::Shard::Erase(Object* obj) {
   pending_.erase(obj);
-  auto it = objects_.find(obj->key());
-  assert(it != objects_.end() && it->get() == obj);
-  objects_.erase(it);
+  objects_.Erase(obj);
   total_->fetch_sub(1, std::memory_order_relaxed);
 }
 
@@ -70,16 +62,11 @@ void ObjectTable::Shard::MarkComplete(Object* obj) {
 }
 
 size_t ObjectTable::Shard::EraseIf(const std::function<bool(Object&)>& f) {
-  size_t erased = 0;
-  for (auto it = objects_.begin(); it != objects_.end();) {
-    if (f(**it)) {
-      pending_.erase(it->get());
-      it = objects_.erase(it);
-      ++erased;
-    } else {
-      ++it;
-    }
-  }
+  size_t erased = objects_.EraseIf([&](Object& o) {
+    if (!f(o)) return false;
+    pending_.erase(&o);
+    return true;
+  });
   total_->fetch_sub(erased, std::memory_order_relaxed);
   return erased;
 }

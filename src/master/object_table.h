@@ -1,9 +1,9 @@
 // The master's object index: key -> Object, in kShards shards with one mutex each.
 //
 // Memory per object (the budget is <= 128 bytes plus the key's bytes at 5 M objects): one heap
-// block holding the 48-byte header, the replicas (24 bytes each) and the key bytes, plus one
-// 32-byte hash node and about 8-16 bytes of bucket array. Client ids are interned to a u32
-// (ClientRegistry); replicas hold a segment id, never a name.
+// block holding the 40-byte header, the replicas (24 bytes each) and the key bytes, plus one
+// 8-byte slot and one control byte of the shard's ObjectIndex at a load of 7/16..7/8. Client ids
+// are interned to a u32 (ClientRegistry); replicas hold a segment id, never a name.
 //
 // Threading: an Object and its shard's containers may be touched only while holding its
 // shard's lock (ObjectTable::Lock / LockIndex). Pointers to an Object are valid until it is
@@ -20,6 +20,8 @@
 #include <string_view>
 #include <unordered_set>
 #include <vector>
+
+#include "master/object_index.h"
 
 namespace kvpool::master {
 
@@ -69,26 +71,35 @@ class Object {
   // PENDING: when its put started. COMPLETE: when its read lease ends (0: never leased).
   int64_t put_start_ns() const { return stamp_ns; }
   int64_t lease_until_ns() const { return stamp_ns; }
+  // Eviction's LRU clock: put start or last leased read, kept in ticks of 2^24 ns (16.8 ms) in
+  // 32 bits to keep the header small. Eviction order within one tick is arbitrary; the clock
+  // wraps after 2.28 years of steady_clock (host uptime), after which objects look older than they
+  // are for one LRU generation.
+  int64_t last_access_ns() const { return static_cast<int64_t>(access_tick_) << kTickShift; }
+  void set_last_access_ns(int64_t ns) {
+    access_tick_ = static_cast<uint32_t>(static_cast<uint64_t>(ns) >> kTickShift);
+  }
 
   uint64_t size = 0;
-  uint64_t checksum = 0;       // XXH3-64 of the bytes, set at commit by the writer; 0: none
-  int64_t stamp_ns = 0;        // see put_start_ns() / lease_until_ns()
-  int64_t last_access_ns = 0;  // put start or last leased read; eviction's LRU clock
-  uint32_t writer = 0;         // interned id of the client that put it
+  uint64_t checksum = 0;  // XXH3-64 of the bytes, set at commit by the writer; 0: none
+  int64_t stamp_ns = 0;   // see put_start_ns() / lease_until_ns()
+  uint32_t writer = 0;    // interned id of the client that put it
   ObjectState state = ObjectState::kPending;
   uint8_t flags = 0;  // kSoftPin | kHardPin
 
  private:
+  static constexpr int kTickShift = 24;
   Object() = default;
   friend struct ObjectDeleter;
   ReplicaRef* slots() { return reinterpret_cast<ReplicaRef*>(this + 1); }
   const ReplicaRef* slots() const { return reinterpret_cast<const ReplicaRef*>(this + 1); }
 
+  uint32_t access_tick_ = 0;  // see last_access_ns()
   uint16_t key_len_ = 0;
   uint8_t replica_count_ = 0;
   uint8_t replica_capacity_ = 0;
 };
-static_assert(sizeof(Object) == 48, "Object header grew: check the per-object memory budget");
+static_assert(sizeof(Object) == 40, "Object header grew: check the per-object memory budget");
 static_assert(sizeof(ReplicaRef) == 24);
 
 class ObjectTable {
@@ -108,19 +119,17 @@ class ObjectTable {
     // Calls f(Object&) for every object; f may not insert or erase.
     template <typename F>
     void ForEach(F&& f) const {
-      for (const auto& p : objects_) f(*p);
+      objects_.ForEach(f);
     }
-    // The hash table's buckets: an object stays in its bucket until the table rehashes, which
-    // changes bucket_count(). Lets a long scan run in short pieces, one lock hold each.
-    size_t bucket_count() const { return objects_.bucket_count(); }
-    // Calls f(const Object&) for every object in buckets [first, last) (clamped to
-    // bucket_count()); f may not insert or erase.
+    // The index's slots: an object stays in its slot until the index is rebuilt, which changes
+    // layout_version(). Lets a long scan run in short pieces, one lock hold each.
+    size_t slot_count() const { return objects_.capacity(); }
+    uint64_t layout_version() const { return objects_.rebuilds(); }
+    // Calls f(Object&) for every object in slots [first, last) (clamped to slot_count()); f may
+    // not insert or erase.
     template <typename F>
-    void ForEachInBuckets(size_t first, size_t last, F&& f) const {
-      last = std::min(last, objects_.bucket_count());
-      for (size_t b = first; b < last; ++b) {
-        for (auto it = objects_.begin(b); it != objects_.end(b); ++it) f(**it);
-      }
+    void ForEachInSlots(size_t first, size_t last, F&& f) const {
+      objects_.ForEachInSlots(first, last, f);
     }
     // Erases every object for which f(Object&) returns true (f may change objects it keeps).
     // Returns how many were erased.
@@ -131,23 +140,7 @@ class ObjectTable {
 
    private:
     friend class ObjectTable;
-    struct Hash {
-      using is_transparent = void;
-      // Deliberately not noexcept: libstdc++ then caches the hash in the node (same 32-byte
-      // malloc chunk), so rehashing and bucket scans do not touch the objects.
-      size_t operator()(std::string_view k) const { return std::hash<std::string_view>()(k); }
-      size_t operator()(const ObjectPtr& o) const { return (*this)(o->key()); }
-    };
-    struct Eq {
-      using is_transparent = void;
-      static std::string_view K(std::string_view k) { return k; }
-      static std::string_view K(const ObjectPtr& o) { return o->key(); }
-      template <typename A, typename B>
-      bool operator()(const A& a, const B& b) const {
-        return K(a) == K(b);
-      }
-    };
-    std::unordered_set<ObjectPtr, Hash, Eq> objects_;
+    ObjectIndex objects_;
     std::unordered_set<Object*> pending_;
     std::atomic<size_t>* total_ = nullptr;  // the table's object count
   };

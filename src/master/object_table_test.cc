@@ -4,6 +4,8 @@
 #include <malloc.h>
 
 #include <cstdio>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,9 +31,20 @@ TEST(ObjectTest, LayoutHoldsReplicasAndKeyInOneBlock) {
 
 TEST(ObjectTest, MetadataBudget) {
   // Header (with its 8-byte checksum) + one replica; the rest of the 128-byte budget goes to
-  // the hash node (32 bytes), bucket array and malloc headers (MemoryPerObjectWithinBudget
-  // measures the whole).
-  EXPECT_LE(sizeof(Object) + sizeof(ReplicaRef), 72u);
+  // the index slot and control byte (9 bytes at a load of 7/16..7/8), the segment allocator's
+  // node and malloc headers (MemoryPerObjectWithinBudget measures the table's share).
+  EXPECT_LE(sizeof(Object) + sizeof(ReplicaRef), 64u);
+}
+
+TEST(ObjectTest, LastAccessKeepsItsOrderAtTickResolution) {
+  ObjectPtr a = Object::Create("a", 1, {});
+  ObjectPtr b = Object::Create("b", 1, {});
+  const int64_t t0 = int64_t{123456789} << 24;  // a steady_clock reading days after boot
+  a->set_last_access_ns(t0);
+  b->set_last_access_ns(t0 + 20'000'000);  // 20 ms later: at least one 16.8 ms tick apart
+  EXPECT_LT(a->last_access_ns(), b->last_access_ns());
+  EXPECT_LE(a->last_access_ns(), t0);
+  EXPECT_GT(a->last_access_ns(), t0 - (int64_t{1} << 24));
 }
 
 TEST(ObjectTest, StatesAndPins) {
@@ -74,6 +87,68 @@ TEST(ObjectTableTest, InsertFindEraseAndCount) {
   EXPECT_EQ(seen, 999u);
   // Keys spread over the shards (no shard holds more than 4x its share).
   for (size_t n : per_shard) EXPECT_LT(n, 4 * 1000 / ObjectTable::kShards);
+}
+
+// Churn through one shard's index: inserts and erases leave tombstones, rebuilds shed them, and
+// every lookup still finds exactly what is there.
+TEST(ObjectIndexTest, ChurnKeepsEveryKeyFindable) {
+  ObjectIndex index;
+  std::set<std::string> live;
+  uint64_t rng = 42;
+  auto next = [&] { return rng = rng * 6364136223846793005ull + 1442695040888963407ull; };
+  for (int step = 0; step < 60000; ++step) {
+    std::string key = "k" + std::to_string((next() >> 33) % 3000);
+    Object* found = index.Find(key);
+    ASSERT_EQ(found != nullptr, live.count(key) == 1) << key;
+    if (found != nullptr) {
+      EXPECT_EQ(found->key(), key);
+      index.Erase(found);
+      live.erase(key);
+    } else {
+      index.Insert(Object::Create(key, 1, {}).release());
+      live.insert(key);
+    }
+    ASSERT_EQ(index.size(), live.size());
+  }
+  size_t seen = 0;
+  index.ForEach([&](Object& o) {
+    ++seen;
+    EXPECT_EQ(live.count(std::string(o.key())), 1u);
+  });
+  EXPECT_EQ(seen, live.size());
+  EXPECT_GT(index.rebuilds(), 1u);
+  // Live objects fill at most 7/8 of the slots (the rest keeps probes short).
+  EXPECT_LE(index.size() * 8, index.capacity() * 7);
+}
+
+TEST(ObjectIndexTest, ObjectsKeepTheirSlotsUntilARebuild) {
+  ObjectIndex index;
+  for (int i = 0; i < 100; ++i)
+    index.Insert(Object::Create("a" + std::to_string(i), 1, {}).release());
+  const uint64_t rebuilds = index.rebuilds();
+  auto slots_of = [&] {
+    std::map<std::string, size_t> where;
+    for (size_t i = 0; i < index.capacity(); ++i) {
+      index.ForEachInSlots(i, i + 1, [&](Object& o) { where[std::string(o.key())] = i; });
+    }
+    return where;
+  };
+  auto before = slots_of();
+  // Erasing (and inserting below the growth threshold) moves nobody.
+  for (int i = 0; i < 50; i += 2) index.Erase(index.Find("a" + std::to_string(i)));
+  index.Insert(Object::Create("b", 1, {}).release());
+  ASSERT_EQ(index.rebuilds(), rebuilds);
+  auto after = slots_of();
+  for (const auto& [key, slot] : after) {
+    if (key != "b") {
+      EXPECT_EQ(before.at(key), slot) << key;
+    }
+  }
+  EXPECT_EQ(after.size(), 100u - 25u + 1u);
+  EXPECT_EQ(index.EraseIf([](Object& o) { return o.key()[0] == 'a'; }), 75u);
+  EXPECT_EQ(index.size(), 1u);
+  EXPECT_NE(index.Find("b"), nullptr);
+  EXPECT_EQ(index.Find("a1"), nullptr);
 }
 
 TEST(ObjectTableTest, PendingIndexFollowsState) {
