@@ -142,7 +142,7 @@ class MasterCore {
   static constexpr size_t kMaxListLimit = 10000;
   // Objects one ListObjects page scans before it stops at a shard boundary.
   static constexpr size_t kListScanBudget = 1 << 18;
-  // Index slots ListObjects scans per shard lock hold (7/16..7/8 of them hold objects).
+  // Index slots ListObjects scans per shard lock hold (25/64..7/8 of them hold objects).
   static constexpr size_t kListSlotsPerLock = 2048;
   // Keys starting with `prefix`, at most `limit`, from after `cursor` ("" starts; then the
   // previous page's next_cursor). The order (by shard, then by key bytes) is stable, so paging

@@ -45,10 +45,12 @@ void ObjectIndex::Insert(Object* obj) {
   const size_t h = Hash(obj->key());
   assert(FindSlot(obj->key(), h) == capacity_);
   if (capacity_ == 0 || OverLoad(size_ + tombstones_ + 1, capacity_)) {
-    // Grow when live objects alone would fill more than half of the 7/8; otherwise the
-    // tombstones are what fills the table, and a rebuild at the same size sheds them.
+    // Double when live objects fill more than 25/32 of the slots (the load then falls to about
+    // 7/16 and climbs back to 7/8 before the next doubling); otherwise tombstones are what fills
+    // the table, and a rebuild at the same size sheds them (and leaves room for at least 3/32 of
+    // the slots in inserts before the next rebuild: amortised O(1)).
     size_t capacity = capacity_ == 0 ? kMinCapacity : capacity_;
-    while (OverLoad((size_ + 1) * 2, capacity)) capacity *= 2;
+    if (capacity_ != 0 && (size_ + 1) * 32 > capacity_ * 25) capacity *= 2;
     try {
       Rebuild(capacity);
     } catch (...) {

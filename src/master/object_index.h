@@ -3,7 +3,7 @@
 // Why not std::unordered_set: its 32-byte node per object (pointer, next link, cached hash, malloc
 // header) plus the bucket array cost about 42 bytes per object, a third of the master's metadata
 // budget (docs/benchmarks.md, "Metadata"). Here an object costs one 8-byte slot and one control
-// byte, at a load factor between 7/16 and 7/8: 10-21 bytes.
+// byte, at a load factor between 25/64 and 7/8: 10-23 bytes.
 //
 // Layout: a power-of-two array of slots and a parallel array of control bytes. A control byte is
 // kEmpty, kDeleted (a tombstone), or the top 7 bits of the key's hash, so a probe compares keys

@@ -2,7 +2,7 @@
 //
 // Memory per object (the budget is <= 128 bytes plus the key's bytes at 5 M objects): one heap
 // block holding the 40-byte header, the replicas (24 bytes each) and the key bytes, plus one
-// 8-byte slot and one control byte of the shard's ObjectIndex at a load of 7/16..7/8. Client ids
+// 8-byte slot and one control byte of the shard's ObjectIndex at a load of 25/64..7/8. Client ids
 // are interned to a u32 (ClientRegistry); replicas hold a segment id, never a name.
 //
 // Threading: an Object and its shard's containers may be touched only while holding its

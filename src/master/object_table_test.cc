@@ -31,7 +31,7 @@ TEST(ObjectTest, LayoutHoldsReplicasAndKeyInOneBlock) {
 
 TEST(ObjectTest, MetadataBudget) {
   // Header (with its 8-byte checksum) + one replica; the rest of the 128-byte budget goes to
-  // the index slot and control byte (9 bytes at a load of 7/16..7/8), the segment allocator's
+  // the index slot and control byte (9 bytes at a load of 25/64..7/8), the segment allocator's
   // node and malloc headers (MemoryPerObjectWithinBudget measures the table's share).
   EXPECT_LE(sizeof(Object) + sizeof(ReplicaRef), 64u);
 }
