@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "common/tenant_key.h"
+
 namespace kvpool::rpc {
 
 std::string MakeAuthNonce() {
@@ -32,6 +34,18 @@ std::string AuthProof(std::string_view secret, std::string_view label,
        reinterpret_cast<unsigned char*>(out.data()), &len);
   out.resize(len);
   return out;
+}
+
+std::string DeriveTenantKey(std::string_view pool_secret, std::string_view tenant_id) {
+  std::string mac = AuthProof(pool_secret, kTenantKeyLabel, NormalizeTenantId(tenant_id), {});
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(mac.size() * 2);
+  for (unsigned char c : mac) {
+    hex.push_back(kHex[c >> 4]);
+    hex.push_back(kHex[c & 15]);
+  }
+  return hex;
 }
 
 bool ProofMatches(std::string_view expected, std::string_view got) {

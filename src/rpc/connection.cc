@@ -113,6 +113,8 @@ Result<std::unique_ptr<Connection>> Connection::Connect(const Endpoint& endpoint
   Hello hello;
   hello.set_protocol_version(kProtocolVersion);
   hello.set_peer_name(peer_name);
+  hello.set_tenant_id(options.tenant_id);
+  hello.set_key_kind(options.tenant_key ? TENANT_KEY : POOL_SECRET);
   std::string client_nonce;
   if (!options.auth_secret.empty()) {
     client_nonce = MakeAuthNonce();
@@ -122,7 +124,7 @@ Result<std::unique_ptr<Connection>> Connection::Connect(const Endpoint& endpoint
   Status st = conn->Call(HELLO, hello, &reply, deadline);
   if (!st.ok()) return st;
   if (!options.auth_secret.empty()) {
-    KVPOOL_RETURN_IF_ERROR(conn->Authenticate(options.auth_secret, client_nonce, reply, deadline));
+    KVPOOL_RETURN_IF_ERROR(conn->Authenticate(options, client_nonce, reply, deadline));
   } else if (!reply.server_nonce().empty()) {
     return conn->Fail(
         Status(ErrorCode::ILLEGAL_CLIENT,
@@ -133,8 +135,9 @@ Result<std::unique_ptr<Connection>> Connection::Connect(const Endpoint& endpoint
 }
 
 // Mutual: the server proves the secret first (a server without it cannot), then the client.
-Status Connection::Authenticate(const std::string& secret, const std::string& client_nonce,
+Status Connection::Authenticate(const ConnectOptions& options, const std::string& client_nonce,
                                 const HelloReply& reply, Deadline deadline) {
+  const std::string& secret = options.auth_secret;
   if (reply.server_nonce().size() != kAuthNonceBytes) {
     return Fail(Status(ErrorCode::ILLEGAL_CLIENT,
                        fmt::format("authentication failed: {} does not authenticate (no secret "
@@ -143,6 +146,13 @@ Status Connection::Authenticate(const std::string& secret, const std::string& cl
   }
   std::string expected = AuthProof(secret, kServerLabel, client_nonce, reply.server_nonce());
   if (!ProofMatches(expected, reply.server_proof())) {
+    if (options.tenant_key) {
+      return Fail(Status(
+          ErrorCode::ILLEGAL_CLIENT,
+          fmt::format("authentication failed: {} does not accept this tenant key for tenant '{}' "
+                      "(a key made for another tenant or another pool?)",
+                      endpoint_.ToString(), options.tenant_id)));
+    }
     return Fail(Status(ErrorCode::ILLEGAL_CLIENT,
                        fmt::format("authentication failed: {} does not know the shared secret",
                                    endpoint_.ToString())));

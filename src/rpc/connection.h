@@ -32,6 +32,10 @@ struct ConnectOptions {
   FrameLimits limits;
   // Shared secret proven in the handshake. Empty: none (a server that has one refuses).
   std::string auth_secret;
+  // The tenant the connection acts for, sent in HELLO ("" or "default": the default tenant).
+  std::string tenant_id;
+  // True when `auth_secret` is the tenant key of `tenant_id` rather than the pool secret.
+  bool tenant_key = false;
   // TLS context; null: plain TCP.
   std::shared_ptr<TlsClientContext> tls;
 };
@@ -76,7 +80,7 @@ class Connection {
  private:
   Connection(int fd, Endpoint endpoint, FrameLimits limits);
   Status StartTls(TlsClientContext& tls, Deadline deadline);
-  Status Authenticate(const std::string& secret, const std::string& client_nonce,
+  Status Authenticate(const ConnectOptions& options, const std::string& client_nonce,
                       const HelloReply& reply, Deadline deadline);
   Status MoveAll(std::span<iovec> iov, Deadline deadline, bool send);
   Status MoveAllTls(std::span<iovec> iov, Deadline deadline, bool send);

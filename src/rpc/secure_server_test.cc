@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <mutex>
 
 #include "rpc/auth.h"
 #include "rpc/connection.h"
@@ -39,8 +40,21 @@ class CountingEcho : public Service {
     r.payload.push_back(asio::buffer(stored_));
     co_return r;
   }
+  // Records who asked (the handshake's verdict), then serves as Handle.
+  asio::awaitable<Reply> HandleFrom(const ConnectionContext& context, const FrameHeader& h,
+                                    std::string_view meta, PayloadReader& payload) override {
+    {
+      std::lock_guard lock(mu);
+      last_privileged = context.privileged;
+      last_tenant = context.tenant_id;
+    }
+    co_return co_await Handle(h, meta, payload);
+  }
   std::atomic<int> handled{0};
   std::string stored_;
+  std::mutex mu;
+  bool last_privileged = false;  // guarded by mu
+  std::string last_tenant;       // guarded by mu
 };
 
 class SecureServerTest : public ::testing::Test {
@@ -213,6 +227,73 @@ TEST_F(SecureServerTest, RequestBeforeAuthGetsGenericErrorAndClose) {
   EXPECT_LE(::read(fd, &c, 1), 0);  // closed
   ::close(fd);
   EXPECT_EQ(service_.handled.load(), 0);
+}
+
+TEST(TenantKeyDerivationTest, DependsOnSecretAndTenant) {
+  std::string a = DeriveTenantKey("pool", "a");
+  EXPECT_EQ(a.size(), 2 * kAuthProofBytes);
+  EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_EQ(a, DeriveTenantKey("pool", "a"));
+  EXPECT_NE(a, DeriveTenantKey("pool", "b"));
+  EXPECT_NE(a, DeriveTenantKey("other", "a"));
+  EXPECT_EQ(DeriveTenantKey("pool", "default"), DeriveTenantKey("pool", ""));
+}
+
+ConnectOptions TenantKey(std::string key, std::string tenant) {
+  ConnectOptions c;
+  c.auth_secret = std::move(key);
+  c.tenant_id = std::move(tenant);
+  c.tenant_key = true;
+  return c;
+}
+
+TEST_F(SecureServerTest, PoolSecretIsPrivilegedAndNamesItsTenant) {
+  StartServer(WithSecret("s3cret"));
+  ConnectOptions c = Secret("s3cret");
+  c.tenant_id = "default";
+  ExpectRoundTrip(c);
+  {
+    std::lock_guard lock(service_.mu);
+    EXPECT_TRUE(service_.last_privileged);
+    EXPECT_EQ(service_.last_tenant, "");  // "default" is the default tenant
+  }
+  c.tenant_id = "a";
+  ExpectRoundTrip(c);
+  std::lock_guard lock(service_.mu);
+  EXPECT_TRUE(service_.last_privileged);
+  EXPECT_EQ(service_.last_tenant, "a");
+}
+
+TEST_F(SecureServerTest, TenantKeyBindsTheConnectionToItsTenant) {
+  StartServer(WithSecret("s3cret"));
+  ExpectRoundTrip(TenantKey(DeriveTenantKey("s3cret", "a"), "a"));
+  std::lock_guard lock(service_.mu);
+  EXPECT_FALSE(service_.last_privileged);
+  EXPECT_EQ(service_.last_tenant, "a");
+}
+
+TEST_F(SecureServerTest, TenantKeyCannotClaimAnotherTenant) {
+  StartServer(WithSecret("s3cret"));
+  const std::string key_a = DeriveTenantKey("s3cret", "a");
+  auto as_b = Connection::Connect(ep_, "t", Soon(), TenantKey(key_a, "b"));
+  EXPECT_EQ(as_b.code(), ErrorCode::ILLEGAL_CLIENT) << as_b.status().ToString();
+  auto as_default = Connection::Connect(ep_, "t", Soon(), TenantKey(key_a, ""));
+  EXPECT_EQ(as_default.code(), ErrorCode::ILLEGAL_CLIENT) << as_default.status().ToString();
+  // Nor is a tenant key the pool secret.
+  ConnectOptions as_pool = Secret(key_a);
+  as_pool.tenant_id = "a";
+  EXPECT_EQ(Connection::Connect(ep_, "t", Soon(), as_pool).code(), ErrorCode::ILLEGAL_CLIENT);
+  EXPECT_EQ(service_.handled.load(), 0);
+}
+
+TEST_F(SecureServerTest, WithoutSecretTenantIsCooperative) {
+  StartServer(SecurityOptions());
+  ConnectOptions c;
+  c.tenant_id = "a";
+  ExpectRoundTrip(c);
+  std::lock_guard lock(service_.mu);
+  EXPECT_TRUE(service_.last_privileged);  // nothing can be told apart without a secret
+  EXPECT_EQ(service_.last_tenant, "a");
 }
 
 TEST_F(SecureServerTest, TlsRoundTripsWithoutClientCertificate) {

@@ -53,31 +53,36 @@ void AddSecurityFlags(CLI::App& app, SecurityOptions& o, bool server) {
   }
 }
 
-Status ResolveAuthSecret(SecurityOptions& o) {
-  if (!o.auth_secret_file.empty()) {
-    std::ifstream in(o.auth_secret_file, std::ios::binary);
+Result<std::string> ReadSecret(const std::string& file, const char* env, const char* flag) {
+  std::string secret;
+  if (!file.empty()) {
+    std::ifstream in(file, std::ios::binary);
     if (!in) {
-      return Status(ErrorCode::FILE_NOT_FOUND,
-                    fmt::format("--auth_secret_file={}: cannot open", o.auth_secret_file));
+      return Status(ErrorCode::FILE_NOT_FOUND, fmt::format("--{}={}: cannot open", flag, file));
     }
     std::ostringstream text;
     text << in.rdbuf();
     if (in.bad()) {
-      return Status(ErrorCode::FILE_READ_FAIL,
-                    fmt::format("--auth_secret_file={}: read failed", o.auth_secret_file));
+      return Status(ErrorCode::FILE_READ_FAIL, fmt::format("--{}={}: read failed", flag, file));
     }
-    o.auth_secret = text.str();
-    DropTrailingNewlines(o.auth_secret);
-    if (o.auth_secret.empty()) {
-      return Status(ErrorCode::INVALID_PARAMS,
-                    fmt::format("--auth_secret_file={} is empty", o.auth_secret_file));
+    secret = text.str();
+    DropTrailingNewlines(secret);
+    if (secret.empty()) {
+      return Status(ErrorCode::INVALID_PARAMS, fmt::format("--{}={} is empty", flag, file));
     }
-    return Status::Ok();
+    return secret;
   }
-  if (const char* env = std::getenv(kAuthSecretEnv); env != nullptr) {
-    o.auth_secret = env;
-    DropTrailingNewlines(o.auth_secret);
+  if (const char* value = std::getenv(env); value != nullptr) {
+    secret = value;
+    DropTrailingNewlines(secret);
   }
+  return secret;
+}
+
+Status ResolveAuthSecret(SecurityOptions& o) {
+  auto secret = ReadSecret(o.auth_secret_file, kAuthSecretEnv, "auth_secret_file");
+  if (!secret.ok()) return secret.status();
+  o.auth_secret = std::move(secret).value();
   return Status::Ok();
 }
 

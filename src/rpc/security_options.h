@@ -15,6 +15,8 @@ namespace kvpool::rpc {
 
 // Environment variable holding the shared secret when no file is given.
 inline constexpr const char* kAuthSecretEnv = "KVPOOL_AUTH_SECRET";
+// Environment variable holding a client's tenant key when no file is given.
+inline constexpr const char* kTenantKeyEnv = "KVPOOL_TENANT_KEY";
 
 struct SecurityOptions {
   // File whose contents (trailing newlines dropped) are the shared secret. Flag
@@ -49,6 +51,11 @@ void AddSecurityFlags(CLI::App& app, SecurityOptions& o, bool server);
 // Errors: FILE_NOT_FOUND / FILE_READ_FAIL naming the file; INVALID_PARAMS for an empty secret
 // from an explicitly named file.
 Status ResolveAuthSecret(SecurityOptions& o);
+
+// A secret from `file` (trailing newlines dropped) when it is set, else from the environment
+// variable `env` when set, else "". `flag` names the file's option in errors:
+// FILE_NOT_FOUND / FILE_READ_FAIL, INVALID_PARAMS for an empty file.
+Result<std::string> ReadSecret(const std::string& file, const char* env, const char* flag);
 
 // INVALID_PARAMS naming the flag when the TLS settings are incomplete: a key without a cert (or
 // the reverse), --tls_verify_client without --tls_ca, or (`also_client`: a node or embedded

@@ -9,6 +9,7 @@
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/ssl.hpp>
 
+#include "common/tenant_key.h"
 #include "rpc/auth.h"
 #include "rpc/kvpool.pb.h"
 
@@ -318,7 +319,8 @@ asio::awaitable<bool> Server::SendReply(ServerStream& stream, const FrameHeader&
 
 asio::awaitable<bool> Server::Greet(ServerStream& stream, const FrameHeader& h,
                                     const std::string& meta, ConnectionContext& context,
-                                    std::string& server_nonce, std::string& client_nonce) {
+                                    std::string& server_nonce, std::string& client_nonce,
+                                    std::string& proof_key) {
   const std::string& peer = context.peer;
   if (h.method != HELLO) {
     spdlog::warn("{}: closing connection from {}: first frame is method {}, not HELLO",
@@ -341,12 +343,24 @@ asio::awaitable<bool> Server::Greet(ServerStream& stream, const FrameHeader& h,
     co_return false;
   }
   context.peer_name = hello.peer_name();
-  spdlog::debug("{}: connection from {} ({})", options_.name, peer, hello.peer_name());
+  spdlog::debug("{}: connection from {} ({}) tenant={}", options_.name, peer, hello.peer_name(),
+                hello.tenant_id());
+  if (Status st = ValidateTenantId(hello.tenant_id()); !st.ok()) {
+    spdlog::warn("{}: closing connection from {}: {}", options_.name, peer, st.ToString());
+    co_await SendReply(stream, h, Reply::Error(st));
+    co_return false;
+  }
+  context.tenant_id = std::string(NormalizeTenantId(hello.tenant_id()));
   HelloReply reply;
   reply.set_protocol_version(kProtocolVersion);
   reply.set_server_name(options_.name);
-  const std::string& secret = options_.security.auth_secret;
-  if (!secret.empty()) {
+  const std::string& pool_secret = options_.security.auth_secret;
+  if (!pool_secret.empty()) {
+    // A tenant-key peer proves (and is shown) the key of the tenant it names: it is confined to
+    // that tenant. Only a peer that proves the pool secret itself is privileged.
+    const bool tenant_key = hello.key_kind() == TENANT_KEY;
+    proof_key = tenant_key ? DeriveTenantKey(pool_secret, context.tenant_id) : pool_secret;
+    context.privileged = !tenant_key;
     if (hello.client_nonce().size() != kAuthNonceBytes) {
       spdlog::warn(
           "{}: refusing connection from {} ({}): it does not authenticate (no secret "
@@ -363,7 +377,7 @@ asio::awaitable<bool> Server::Greet(ServerStream& stream, const FrameHeader& h,
     client_nonce = hello.client_nonce();
     server_nonce = MakeAuthNonce();
     reply.set_server_nonce(server_nonce);
-    reply.set_server_proof(AuthProof(secret, kServerLabel, client_nonce, server_nonce));
+    reply.set_server_proof(AuthProof(proof_key, kServerLabel, client_nonce, server_nonce));
   }
   co_return co_await SendReply(stream, h, Reply::Of(reply));
 }
@@ -371,13 +385,13 @@ asio::awaitable<bool> Server::Greet(ServerStream& stream, const FrameHeader& h,
 asio::awaitable<bool> Server::CheckAuth(ServerStream& stream, const FrameHeader& h,
                                         const std::string& meta, ConnectionContext& context,
                                         const std::string& server_nonce,
-                                        const std::string& client_nonce) {
+                                        const std::string& client_nonce,
+                                        const std::string& proof_key) {
   // Nothing but the proof is looked at: the generic reply tells the peer nothing else.
   Auth auth;
   bool ok = h.method == AUTH && auth.ParseFromString(meta) &&
-            ProofMatches(
-                AuthProof(options_.security.auth_secret, kClientLabel, client_nonce, server_nonce),
-                auth.client_proof());
+            ProofMatches(AuthProof(proof_key, kClientLabel, client_nonce, server_nonce),
+                         auth.client_proof());
   if (!ok) {
     spdlog::warn("{}: refusing connection from {} ({}): {} (method {})", options_.name,
                  context.peer, context.peer_name, kAuthFailed, h.method);
@@ -397,6 +411,7 @@ asio::awaitable<void> Server::Serve(ServerStream& stream, ConnectionContext& con
   std::string meta;
   std::string server_nonce;
   std::string client_nonce;
+  std::string proof_key;  // the pool secret, or the tenant key of the tenant the peer named
   bool greeted = false;
   for (;;) {
     const bool handshaking = !greeted || (needs_auth && !context.authenticated);
@@ -444,13 +459,15 @@ asio::awaitable<void> Server::Serve(ServerStream& stream, ConnectionContext& con
       co_return;
     }
     if (!greeted) {
-      if (!co_await Greet(stream, *h, meta, context, server_nonce, client_nonce)) co_return;
+      if (!co_await Greet(stream, *h, meta, context, server_nonce, client_nonce, proof_key))
+        co_return;
       greeted = true;
       if (!needs_auth) watchdog.cancel();
       continue;
     }
     if (needs_auth && !context.authenticated) {
-      if (!co_await CheckAuth(stream, *h, meta, context, server_nonce, client_nonce)) co_return;
+      if (!co_await CheckAuth(stream, *h, meta, context, server_nonce, client_nonce, proof_key))
+        co_return;
       watchdog.cancel();
       continue;
     }

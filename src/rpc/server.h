@@ -6,8 +6,10 @@
 // complete the challenge-response of rpc/auth.h right after HELLO; any other frame before that,
 // a wrong proof, or a handshake not done within `frame_timeout` closes it with one generic
 // ILLEGAL_CLIENT "authentication failed" reply. No request is parsed or handed to the Service
-// before then. With a certificate (security.tls_cert) every connection is TLS; with
-// security.tls_verify_client the client must present a certificate signed by security.tls_ca.
+// before then. A peer may prove a tenant's key instead of the secret (rpc/auth.h): it is then
+// bound to the tenant it named in HELLO and not privileged (ConnectionContext). With a
+// certificate (security.tls_cert) every connection is TLS; with security.tls_verify_client the
+// client must present a certificate signed by security.tls_ca.
 //
 // Faults it contains: a malformed, truncated, oversized or out-of-order frame, or a frame that
 // does not arrive whole within `frame_timeout`, closes that one connection with a log line; the
@@ -161,10 +163,11 @@ class Server {
   asio::awaitable<void> Serve(ServerStream& stream, ConnectionContext& context);
   asio::awaitable<bool> Greet(ServerStream& stream, const FrameHeader& h, const std::string& meta,
                               ConnectionContext& context, std::string& server_nonce,
-                              std::string& client_nonce);
+                              std::string& client_nonce, std::string& proof_key);
   asio::awaitable<bool> CheckAuth(ServerStream& stream, const FrameHeader& h,
                                   const std::string& meta, ConnectionContext& context,
-                                  const std::string& server_nonce, const std::string& client_nonce);
+                                  const std::string& server_nonce, const std::string& client_nonce,
+                                  const std::string& proof_key);
   asio::awaitable<bool> SendReply(ServerStream& stream, const FrameHeader& request,
                                   const Reply& reply);
 
