@@ -5,6 +5,8 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "common/tenant_key.h"
+
 namespace kvpool::master {
 namespace {
 
@@ -73,16 +75,26 @@ Result<std::string> Unhex(std::string_view hex) {
   return out;
 }
 
-void AddKey(json& j, std::string_view key) {
+// The tenant and the user's key, separately (an internal key's prefix is not shown).
+void AddKey(json& j, std::string_view internal_key) {
+  std::string_view tenant = TenantOf(internal_key);
+  std::string_view key = UserKeyOf(internal_key);
+  j["tenant"] = tenant.empty() ? "default" : std::string(tenant);
   j["key"] = std::string(key);
   if (!Printable(key)) j["key_hex"] = Hex(key);
+}
+
+// ?tenant=T (optional) scopes ?key / ?key_hex / ?prefix to tenant T's namespace.
+std::string InTenant(const AdminRoutes::Params& params, std::string_view key) {
+  const std::string* t = Param(params, "tenant");
+  return t == nullptr ? std::string(key) : MakeTenantKey(*t, key);
 }
 
 }  // namespace
 
 const std::vector<std::string_view>& AdminRoutes::Paths() {
-  static const std::vector<std::string_view> paths = {"/health",  "/metrics", "/segments",
-                                                      "/objects", "/object",  "/clients"};
+  static const std::vector<std::string_view> paths = {
+      "/health", "/metrics", "/segments", "/objects", "/object", "/clients", "/tenants"};
   return paths;
 }
 
@@ -93,6 +105,7 @@ AdminResponse AdminRoutes::Get(std::string_view path, const Params& params) cons
   if (path == "/objects") return ObjectList(params);
   if (path == "/object") return ObjectDetail(params);
   if (path == "/clients") return Clients();
+  if (path == "/tenants") return Tenants();
   if (path == "/") {
     std::string body = "kvpool master admin endpoints:\n";
     for (std::string_view p : Paths()) body += fmt::format("  {}\n", p);
@@ -100,7 +113,7 @@ AdminResponse AdminRoutes::Get(std::string_view path, const Params& params) cons
   }
   return {404, "text/plain",
           fmt::format("no such endpoint; try one of /health /metrics "
-                      "/segments /objects /object /clients\n")};
+                      "/segments /objects /object /clients /tenants\n")};
 }
 
 AdminResponse AdminRoutes::Post(std::string_view path, const Params& params) const {
@@ -122,6 +135,7 @@ AdminResponse AdminRoutes::Metrics() const {
   pool.evicted_bytes_total = core_->evicted_bytes_total();
   pool.pending_objects = core_->PendingObjects();
   pool.start_unix_seconds = start_unix_seconds_;
+  pool.tenants = TenantGauges(*core_);
   return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_->Render(pool)};
 }
 
@@ -159,7 +173,8 @@ AdminResponse AdminRoutes::ObjectList(const Params& params) const {
   }
   const std::string* prefix = Param(params, "prefix");
   const std::string* cursor = Param(params, "cursor");
-  auto listing = core_->ListObjects(prefix ? *prefix : "", limit, cursor ? *cursor : "");
+  std::string scoped = InTenant(params, prefix ? *prefix : "");
+  auto listing = core_->ListObjects(scoped, limit, cursor ? *cursor : "");
   if (!listing.ok()) return Error(listing.status());
   json objects = json::array();
   for (const ObjectListing::Entry& e : listing->objects) {
@@ -183,7 +198,7 @@ AdminResponse AdminRoutes::ObjectDetail(const Params& params) const {
   } else {
     return Error(Status(ErrorCode::INVALID_PARAMS, "pass ?key=KEY or ?key_hex=HEX"));
   }
-  auto info = core_->InspectObject(key, clock_());
+  auto info = core_->InspectObject(InTenant(params, key), clock_());
   if (!info.ok()) return Error(info.status());
   json j;
   AddKey(j, info->key);
@@ -204,6 +219,16 @@ AdminResponse AdminRoutes::ObjectDetail(const Params& params) const {
   }
   j["replicas"] = std::move(replicas);
   return Json(j);
+}
+
+AdminResponse AdminRoutes::Tenants() const {
+  json tenants = json::array();
+  for (const TenantGauge& t : TenantGauges(*core_)) {
+    json j = {{"tenant", t.tenant}, {"used_bytes", t.used_bytes}, {"objects", t.objects}};
+    if (t.quota_bytes) j["quota_bytes"] = *t.quota_bytes;
+    tenants.push_back(std::move(j));
+  }
+  return Json({{"tenants", std::move(tenants)}});
 }
 
 AdminResponse AdminRoutes::Clients() const {

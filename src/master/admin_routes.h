@@ -8,11 +8,14 @@
 //                                    next_cursor until it is empty. limit defaults to 100.
 //   /object?key=K (or key_hex=HEX)   JSON: one object's size, state, replicas and lease
 //   /clients                         JSON: clients and nodes heard from within --client_ttl
+//   /tenants                         JSON: per tenant, replica bytes, objects and quota
 //   POST /drain?segment=NAME[&undo=1] JSON: the segment takes no new replicas (or again)
 //
 // Bad parameters answer 400 with {"code": "INVALID_PARAMS", "message": "..."}; a missing object
 // 404 with code OBJECT_NOT_FOUND; an unknown path 404. Keys that are not printable ASCII also
-// carry "key_hex" (JSON strings hold them with invalid UTF-8 replaced).
+// carry "key_hex" (JSON strings hold them with invalid UTF-8 replaced). Every object shows its
+// "tenant" ("default" for the default tenant) and its key as that tenant wrote it; ?tenant=T
+// makes /objects' prefix and /object's key name tenant T's objects (docs/security.md).
 //
 // Threading: thread-safe (the core and the metrics are).
 #pragma once
@@ -55,6 +58,7 @@ class AdminRoutes {
  private:
   AdminResponse Metrics() const;
   AdminResponse Segments() const;
+  AdminResponse Tenants() const;
   AdminResponse ObjectList(const Params& params) const;
   AdminResponse ObjectDetail(const Params& params) const;
   AdminResponse Clients() const;

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/tenant_key.h"
+
 namespace kvpool::master {
 namespace {
 
@@ -21,15 +23,17 @@ bool HasReplicaOn(const Object& o, uint64_t segment) {
 
 }  // namespace
 
-uint64_t Evictor::CountedBytes(const Object& o, std::optional<uint64_t> segment) const {
+uint64_t Evictor::CountedBytes(const Object& o, const Pass& pass) const {
+  if (pass.tenant) return ObjectTable::TenantBytes(o);
   uint64_t per_replica = registry_->Reserved(o.size);
-  if (segment) return HasReplicaOn(o, *segment) ? per_replica : 0;
+  if (pass.segment) return HasReplicaOn(o, *pass.segment) ? per_replica : 0;
   return per_replica * o.replicas().size();
 }
 
 bool Evictor::IsCandidate(const Object& o, const Pass& pass) const {
   if (o.pending() || o.hard_pinned() || o.leased(pass.now_ns)) return false;
   if (o.soft_pinned() != pass.soft_pinned) return false;
+  if (pass.tenant && TenantOf(o.key()) != *pass.tenant) return false;
   return !pass.segment || HasReplicaOn(o, *pass.segment);
 }
 
@@ -49,7 +53,7 @@ int64_t Evictor::EstimateCutoff(const Pass& pass, uint64_t target) {
       auto shard = table_->LockIndex(i);
       shard->ForEach([&](const Object& o) {
         if (!IsCandidate(o, pass)) return;
-        uint64_t b = CountedBytes(o, pass.segment);
+        uint64_t b = CountedBytes(o, pass);
         shard_bytes += static_cast<double>(b);
         ++seen;
         if (reservoir.size() < kSamplesPerShard) {
@@ -93,7 +97,7 @@ EvictionResult Evictor::EvictFromShard(ObjectTable::Shard& shard, uint64_t quota
     std::pop_heap(heap.begin(), heap.end(), newer);
     Object* o = heap.back().second;
     heap.pop_back();
-    r.bytes += CountedBytes(*o, pass.segment);
+    r.bytes += CountedBytes(*o, pass);
     for (const ReplicaRef& rep : o->replicas()) registry_->Free(rep, o->size);
     SPDLOG_DEBUG("evicted key={} size={}", o->key(), o->size);
     shard.Erase(o);
@@ -117,7 +121,7 @@ EvictionResult Evictor::EvictRound(const Pass& pass, uint64_t target, int64_t cu
 }
 
 EvictionResult Evictor::Evict(uint64_t target_bytes, std::optional<uint64_t> segment,
-                              int64_t now_ns) {
+                              int64_t now_ns, std::optional<std::string_view> tenant) {
   std::lock_guard serial(mu_);
   EvictionResult total;
   auto add = [&total](const EvictionResult& r) {
@@ -127,7 +131,7 @@ EvictionResult Evictor::Evict(uint64_t target_bytes, std::optional<uint64_t> seg
   };
   for (bool soft : {false, true}) {
     if (total.bytes >= target_bytes) break;
-    Pass pass{soft, segment, now_ns};
+    Pass pass{soft, segment, now_ns, tenant};
     int64_t cutoff = EstimateCutoff(pass, target_bytes - total.bytes);
     add(EvictRound(pass, target_bytes - total.bytes, cutoff, /*share=*/false));
     // Sampling fell short: shared rounds while they make progress.
@@ -140,8 +144,11 @@ EvictionResult Evictor::Evict(uint64_t target_bytes, std::optional<uint64_t> seg
   evicted_total_.fetch_add(total.objects, std::memory_order_relaxed);
   evicted_bytes_total_.fetch_add(total.bytes, std::memory_order_relaxed);
   if (total.objects > 0) {
-    spdlog::info("eviction freed bytes={} objects={} target={} segment={}", total.bytes,
-                 total.objects, target_bytes, segment ? std::to_string(*segment) : "all");
+    spdlog::info("eviction freed bytes={} objects={} target={} segment={} tenant={}", total.bytes,
+                 total.objects, target_bytes, segment ? std::to_string(*segment) : "all",
+                 !tenant           ? "all"
+                 : tenant->empty() ? "default"
+                                   : std::string(*tenant));
   }
   return total;
 }

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <string_view>
 
 #include "master/object_table.h"
 #include "master/segment_registry.h"
@@ -36,7 +37,10 @@ class Evictor {
   // Frees at least `target_bytes` of replica space, or all it can. With `segment`, only objects
   // with a replica on that segment are candidates and only bytes freed there count. An evicted
   // object loses all its replicas. `now_ns` decides which leases still hold.
-  EvictionResult Evict(uint64_t target_bytes, std::optional<uint64_t> segment, int64_t now_ns);
+  // With `tenant` (normalized, "" the default tenant), only that tenant's objects are
+  // candidates and bytes count as the tenant ledger counts them (size x replicas: quotas).
+  EvictionResult Evict(uint64_t target_bytes, std::optional<uint64_t> segment, int64_t now_ns,
+                       std::optional<std::string_view> tenant = std::nullopt);
 
   // Objects evicted since construction.
   uint64_t evicted_total() const { return evicted_total_.load(std::memory_order_relaxed); }
@@ -52,6 +56,7 @@ class Evictor {
     bool soft_pinned;  // which class of candidates this pass takes
     std::optional<uint64_t> segment;
     int64_t now_ns;
+    std::optional<std::string_view> tenant;
   };
   bool IsCandidate(const Object& o, const Pass& pass) const;
   // Step 1: the last_access at or below which candidates hold about `target` bytes.
@@ -64,7 +69,7 @@ class Evictor {
   // (`share`), or everything up to the target (!share).
   EvictionResult EvictRound(const Pass& pass, uint64_t target, int64_t cutoff, bool share);
   // Bytes evicting `o` frees that count toward the target.
-  uint64_t CountedBytes(const Object& o, std::optional<uint64_t> segment) const;
+  uint64_t CountedBytes(const Object& o, const Pass& pass) const;
 
   ObjectTable* const table_;
   SegmentRegistry* const registry_;

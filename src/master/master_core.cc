@@ -7,6 +7,7 @@
 #include <random>
 
 #include "common/keys.h"
+#include "common/tenant_key.h"
 #include "rpc/endpoint.h"
 
 namespace kvpool::master {
@@ -157,11 +158,28 @@ rpc::PutStartResult MasterCore::PutOne(const rpc::PutItem& item, const PutContex
     SetResult(&out, ErrorCode::INVALID_PARAMS, fmt::format("key={} size is 0", item.key()));
     return out;
   }
+  const std::string_view tenant = TenantOf(item.key());
+  const std::optional<uint64_t> quota = QuotaOf(tenant);
+  const uint64_t quota_need = item.size() * ctx.replica_num;
+  if (quota && quota_need > *quota) {
+    // No eviction of the tenant's own objects can make room: fail at once.
+    SetQuotaExceeded(item, tenant, *quota, /*whole=*/true, &out);
+    return out;
+  }
+  uint64_t over_quota = 0;
   for (int attempt = 0;; ++attempt) {
     {
       auto shard = table_.Lock(item.key());
       if (ResolveExisting(*shard, shard->Find(item.key()), ctx, &out)) return out;
-      if (TryPlace(*shard, item, ctx, &out)) return out;
+      over_quota = quota ? QuotaExcess(tenant, quota_need, *quota) : 0;
+      if (over_quota == 0 && TryPlace(*shard, item, ctx, &out)) return out;
+    }
+    if (over_quota > 0) {
+      // Over the tenant's quota: evict the tenant's own least recently used objects (never
+      // another tenant's), once, then give up.
+      if (attempt > 0) break;
+      evictor_.Evict(over_quota, std::nullopt, ctx.now_ns, tenant);
+      continue;
     }
     // No space. Evict (outside the shard lock: eviction takes every shard's) and retry once,
     // unless an eviction of this batch already found nothing to free.
@@ -181,12 +199,45 @@ rpc::PutStartResult MasterCore::PutOne(const rpc::PutItem& item, const PutContex
     EvictionResult r = evictor_.Evict(std::max(need, ratio_bytes), std::nullopt, ctx.now_ns);
     if (r.objects == 0) *may_evict = false;
   }
+  if (over_quota > 0) {
+    SetQuotaExceeded(item, tenant, *quota, /*whole=*/false, &out);
+    return out;
+  }
   SetResult(&out, ErrorCode::NO_AVAILABLE_HANDLE,
             fmt::format("key={} size={}: no segment has room, even after eviction", item.key(),
                         item.size()));
   spdlog::warn("put start key={} error={}", item.key(),
                ErrorCodeName(static_cast<ErrorCode>(out.code())));
   return out;
+}
+
+std::optional<uint64_t> MasterCore::QuotaOf(std::string_view tenant) const {
+  if (options_.tenant_quotas.empty()) return std::nullopt;
+  auto it = options_.tenant_quotas.find(tenant);
+  if (it == options_.tenant_quotas.end()) return std::nullopt;
+  return it->second;
+}
+
+void MasterCore::SetQuotaExceeded(const rpc::PutItem& item, std::string_view tenant, uint64_t quota,
+                                  bool whole, rpc::PutStartResult* out) const {
+  std::string_view name = tenant.empty() ? "default" : tenant;
+  if (whole) {
+    SetResult(out, ErrorCode::TENANT_QUOTA_EXCEEDED,
+              fmt::format("key={} size={}: its replicas are above the whole quota of tenant "
+                          "'{}' ({} bytes)",
+                          UserKeyOf(item.key()), item.size(), name, quota));
+    return;
+  }
+  SetResult(out, ErrorCode::TENANT_QUOTA_EXCEEDED,
+            fmt::format("key={} size={}: tenant '{}' uses {} of its {} bytes quota and has "
+                        "nothing more it may evict (objects leased, pinned or being written)",
+                        UserKeyOf(item.key()), item.size(), name,
+                        table_.tenants().Usage(tenant).bytes, quota));
+}
+
+uint64_t MasterCore::QuotaExcess(std::string_view tenant, uint64_t need, uint64_t quota) const {
+  uint64_t used = table_.tenants().Usage(tenant).bytes;
+  return used + need > quota ? used + need - quota : 0;
 }
 
 bool MasterCore::ResolveExisting(ObjectTable::Shard& shard, Object* obj, const PutContext& ctx,
@@ -470,18 +521,21 @@ ErrorCode MasterCore::RemoveOne(std::string_view key, bool force, int64_t now_ns
   return ErrorCode::OK;
 }
 
-rpc::RemoveAllReply MasterCore::RemoveAll(const rpc::RemoveAll& req, TimePoint now) {
+rpc::RemoveAllReply MasterCore::RemoveAll(const rpc::RemoveAll& req, TimePoint now,
+                                          std::string_view tenant) {
   const int64_t now_ns = ToNanos(now);
   uint64_t removed = 0;
   for (size_t i = 0; i < ObjectTable::kShards; ++i) {
     auto shard = table_.LockIndex(i);
     removed += shard->EraseIf([&](Object& o) {
+      if (TenantOf(o.key()) != tenant) return false;
       if (o.pending() || (o.leased(now_ns) && !req.force())) return false;
       FreeReplicas(o);
       return true;
     });
   }
-  spdlog::info("remove all force={} removed={}", req.force(), removed);
+  spdlog::info("remove all tenant={} force={} removed={}", tenant.empty() ? "default" : tenant,
+               req.force(), removed);
   rpc::RemoveAllReply reply;
   reply.set_removed(removed);
   return reply;

@@ -10,7 +10,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -112,6 +114,9 @@ class MasterCore {
   //   With upsert: OBJECT_HAS_LEASE (complete and leased), REPLICA_IS_NOT_READY (pending).
   //   NO_AVAILABLE_HANDLE: no segment mounted; larger than every segment (nothing is evicted
   //     for it); or no room even after one eviction round.
+  //   TENANT_QUOTA_EXCEEDED: the key's tenant has a quota (options.tenant_quotas) that its
+  //     size x replica_num would pass even after evicting the tenant's own least recently used
+  //     unleased objects (never another tenant's), or that it exceeds on its own.
   // Request errors: INVALID_PARAMS (empty client_id, replica_num above kMaxReplicas).
   Result<rpc::PutStartReply> PutStart(const rpc::PutStart& req, TimePoint now);
   // Codes for commit_keys, then for revoke_keys, in order. A commit records the object's
@@ -133,8 +138,10 @@ class MasterCore {
   // Per key: OK; OBJECT_HAS_LEASE (leased and not force); REPLICA_IS_NOT_READY (pending, even
   // with force); OBJECT_NOT_FOUND; INVALID_KEY.
   rpc::CodesReply Remove(const rpc::KeysRequest& req, TimePoint now);
-  // Removes every complete object (leased ones only with force; pending ones never).
-  rpc::RemoveAllReply RemoveAll(const rpc::RemoveAll& req, TimePoint now);
+  // Removes every complete object of `tenant` (leased ones only with force; pending ones never;
+  // "" is the default tenant: keys without a tenant prefix, common/tenant_key.h).
+  rpc::RemoveAllReply RemoveAll(const rpc::RemoveAll& req, TimePoint now,
+                                std::string_view tenant = {});
   rpc::StatReply Stat() const;
 
   // ---- Admin views (master_admin.cc) ----
@@ -161,6 +168,10 @@ class MasterCore {
   size_t PendingObjects();
   // Replica bytes freed by eviction since start.
   uint64_t evicted_bytes_total() const { return evictor_.evicted_bytes_total(); }
+  // Replica bytes and objects per tenant (common/tenant_key.h), for metrics and admin views.
+  std::map<std::string, TenantUsage, std::less<>> TenantUsages() const {
+    return table_.tenants().Snapshot();
+  }
 
   // ---- Segment journals, re-registration and drain (master_restore.cc) ----
   // Most journal entries one ping reply carries per segment.
@@ -185,6 +196,13 @@ class MasterCore {
 
  private:
   struct PutContext;
+  // The quota of `tenant` (--tenant_quota), if it has one.
+  std::optional<uint64_t> QuotaOf(std::string_view tenant) const;
+  // Bytes by which `need` more would take `tenant` past `quota` (0: it fits).
+  uint64_t QuotaExcess(std::string_view tenant, uint64_t need, uint64_t quota) const;
+  // TENANT_QUOTA_EXCEEDED for `item`: above the `whole` quota, or nothing left to evict.
+  void SetQuotaExceeded(const rpc::PutItem& item, std::string_view tenant, uint64_t quota,
+                        bool whole, rpc::PutStartResult* out) const;
   rpc::PutStartResult PutOne(const rpc::PutItem& item, const PutContext& ctx, bool* may_evict);
   // Under the key's shard lock: true when `out` is already the answer for this put; false when
   // the key is (now) free to be put.

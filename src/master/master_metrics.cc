@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <map>
+
+#include "master/master_core.h"
+
 namespace kvpool::master {
 namespace {
 
@@ -211,9 +215,48 @@ void MasterMetrics::RenderPool(metrics::TextWriter& w, const PoolGauges& pool) c
            uint64_t{1});
 }
 
+std::vector<TenantGauge> TenantGauges(const MasterCore& core) {
+  std::map<std::string, TenantGauge, std::less<>> by_tenant;
+  for (const auto& [tenant, usage] : core.TenantUsages()) {
+    TenantGauge& g = by_tenant[tenant];
+    g.used_bytes = usage.bytes;
+    g.objects = usage.objects;
+  }
+  for (const auto& [tenant, quota] : core.options().tenant_quotas)
+    by_tenant[tenant].quota_bytes = quota;
+  std::vector<TenantGauge> out;
+  out.reserve(by_tenant.size());
+  for (auto& [tenant, g] : by_tenant) {
+    g.tenant = tenant.empty() ? "default" : tenant;
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+void MasterMetrics::RenderTenants(metrics::TextWriter& w, const PoolGauges& pool) const {
+  using metrics::Label;
+  w.Family("kvpool_tenant_used_bytes", "gauge",
+           "Replica bytes (size x replicas, puts in progress included) each tenant holds.");
+  for (const TenantGauge& t : pool.tenants) {
+    w.Sample("kvpool_tenant_used_bytes", {Label{"tenant", t.tenant}},
+             static_cast<double>(t.used_bytes));
+  }
+  w.Family("kvpool_tenant_objects", "gauge", "Objects (complete and pending) of each tenant.");
+  for (const TenantGauge& t : pool.tenants) {
+    w.Sample("kvpool_tenant_objects", {Label{"tenant", t.tenant}}, static_cast<double>(t.objects));
+  }
+  w.Family("kvpool_tenant_quota_bytes", "gauge", "Each tenant's --tenant_quota, where it has one.");
+  for (const TenantGauge& t : pool.tenants) {
+    if (!t.quota_bytes) continue;
+    w.Sample("kvpool_tenant_quota_bytes", {Label{"tenant", t.tenant}},
+             static_cast<double>(*t.quota_bytes));
+  }
+}
+
 std::string MasterMetrics::Render(const PoolGauges& pool) const {
   metrics::TextWriter w;
   RenderPool(w, pool);
+  RenderTenants(w, pool);
   RenderRequests(w);
   return w.Take();
 }

@@ -12,8 +12,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/metrics.h"
 #include "kvpool/status.h"
@@ -51,12 +53,26 @@ struct HousekeepingTotals {
   metrics::Counter watermark_evicted_objects;
 };
 
+class MasterCore;
+
+// One tenant's use at scrape time ("default" for the default tenant).
+struct TenantGauge {
+  std::string tenant;
+  uint64_t used_bytes = 0;  // replica bytes (size x replicas), pending puts included
+  uint64_t objects = 0;
+  std::optional<uint64_t> quota_bytes;  // --tenant_quota, if any
+};
+
+// Every tenant that has held objects or has a quota, by tenant id.
+std::vector<TenantGauge> TenantGauges(const MasterCore& core);
+
 // The pool's state at scrape time, read from MasterCore.
 struct PoolGauges {
   rpc::StatReply stat;               // segments, totals, clients, evicted objects, epoch
   uint64_t evicted_bytes_total = 0;  // MasterCore::evicted_bytes_total()
   uint64_t pending_objects = 0;      // puts started and not yet ended
   double start_unix_seconds = 0;     // when the master started
+  std::vector<TenantGauge> tenants;  // TenantGauges()
 };
 
 class MasterMetrics {
@@ -109,6 +125,7 @@ class MasterMetrics {
   const PerMethod& Of(MetricMethod m) const { return methods_[static_cast<size_t>(m)]; }
   void RenderRequests(metrics::TextWriter& w) const;
   void RenderPool(metrics::TextWriter& w, const PoolGauges& pool) const;
+  void RenderTenants(metrics::TextWriter& w, const PoolGauges& pool) const;
 
   std::array<PerMethod, kMetricMethods> methods_;
   metrics::Counter put_reserved_bytes_;  // bytes of put_start items given space

@@ -5,7 +5,9 @@
 #include <CLI/CLI.hpp>
 #include <array>
 #include <string_view>
+#include <vector>
 
+#include "common/tenant_key.h"
 #include "common/units.h"
 #include "master/placement.h"
 
@@ -25,6 +27,20 @@ void AddDuration(CLI::App& app, const std::string& name, Duration& field, const 
 }
 
 }  // namespace
+
+Status AddTenantQuota(std::string_view spec, MasterOptions& o) {
+  size_t eq = spec.rfind('=');
+  if (eq == std::string_view::npos || eq == 0) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("--tenant_quota={}: expected TENANT=SIZE, e.g. a=8GB", spec));
+  }
+  std::string_view tenant = NormalizeTenantId(spec.substr(0, eq));
+  KVPOOL_RETURN_IF_ERROR(ValidateTenantId(tenant));
+  auto size = ParseSize(spec.substr(eq + 1), "--tenant_quota");
+  if (!size.ok()) return size.status();
+  o.tenant_quotas[std::string(tenant)] = *size;
+  return Status::Ok();
+}
 
 void AddMasterFlags(CLI::App& app, MasterOptions& o) {
   app.add_option("--rpc_host,--rpc_address", o.rpc_host, "address the RPC server binds")
@@ -65,6 +81,15 @@ void AddMasterFlags(CLI::App& app, MasterOptions& o) {
       ->capture_default_str();
   app.add_option("--log_level", o.log_level, "trace, debug, info, warn, error, critical, off")
       ->capture_default_str();
+  app.add_option_function<std::vector<std::string>>(
+      "--tenant_quota",
+      [&o](const std::vector<std::string>& values) {
+        for (const std::string& v : values) {
+          Status st = AddTenantQuota(v, o);
+          if (!st.ok()) throw CLI::ValidationError("--tenant_quota", st.message());
+        }
+      },
+      "TENANT=SIZE: replica bytes tenant TENANT may hold (repeatable, e.g. a=8GB)");
   rpc::AddSecurityFlags(app, o.security, /*server=*/true);
   app.set_config("--config", "", "INI or TOML file with the same option names");
 }

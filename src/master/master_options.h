@@ -4,7 +4,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
+#include <string_view>
 
 #include "common/time.h"
 #include "kvpool/status.h"
@@ -64,6 +67,12 @@ struct MasterOptions {
   // --tls_cert, --tls_key, --tls_ca, --tls_verify_client. See rpc/security_options.h and
   // docs/security.md. The secret is read by rpc::ResolveAuthSecret after parsing.
   rpc::SecurityOptions security;
+  // Per-tenant capacity quotas in replica bytes (an object of size S with R replicas counts
+  // S*R), keyed by normalized tenant id ("" is the default tenant). A put that would take its
+  // tenant past the quota first evicts that tenant's own least recently used unleased objects,
+  // then fails with TENANT_QUOTA_EXCEEDED. Flag --tenant_quota TENANT=SIZE (repeatable, e.g.
+  // a=8GB; "default=..." for the default tenant). Default: none (no tenant has a quota).
+  std::map<std::string, uint64_t, std::less<>> tenant_quotas;
   // How often the housekeeping thread expires clients, reclaims reservations and checks the
   // watermark. Not a flag. Default 100 ms.
   Clock::duration housekeeping_interval = std::chrono::milliseconds(100);
@@ -77,6 +86,11 @@ void AddMasterFlags(CLI::App& app, MasterOptions& o);
 
 // OK, or INVALID_PARAMS naming the first bad flag, its value and the valid range.
 Status ValidateMasterOptions(const MasterOptions& o);
+
+// Parses one --tenant_quota value, "TENANT=SIZE", into o.tenant_quotas (a later one for the
+// same tenant wins). INVALID_PARAMS naming the value when it is not of that form, the tenant id
+// is invalid or the size does not parse.
+Status AddTenantQuota(std::string_view spec, MasterOptions& o);
 
 // The address the HTTP admin server binds: metrics_host, or rpc_host when that is empty.
 inline const std::string& MetricsHostOf(const MasterOptions& o) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "master/tenant_scope.h"
 #include "rpc/kvpool.pb.h"
 
 namespace kvpool::master {
@@ -68,15 +69,34 @@ rpc::Reply Serve(std::string_view name, std::string_view meta, MasterMetrics::Ca
   return ReplyOf(call(req), mc);
 }
 
+// Serve for a request that names keys: they are moved into the caller's tenant namespace
+// first, and the reply's messages show the caller's keys again (master/tenant_scope.h).
+template <typename Req, typename Call>
+rpc::Reply ServeKeys(std::string_view name, std::string_view meta, MasterMetrics::Call& mc,
+                     Caller caller, Call&& call) {
+  Req req;
+  if (!Parse(meta, &req)) return Unparsable(name, mc);
+  mc.Keys(KeysOf(req));
+  if (!caller.scoped()) return ReplyOf(call(req), mc);
+  KeyScope scope = ScopeRequest(caller, &req);
+  auto result = call(req);
+  Unscope(scope, &result);
+  return ReplyOf(result, mc);
+}
+
 }  // namespace
 
-rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta) {
+rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Caller caller) {
   MasterCore& c = *core_;
   const auto now = clock_();
   MasterMetrics::Call mc(&metrics_, MetricMethodOf(method));
+  if (Status st = CheckMethodAllowed(caller, method); !st.ok()) return ReplyOf(st, mc);
   switch (method) {
     case rpc::PING:
-      return Serve<rpc::Ping>("ping", meta, mc, [&](const auto& r) { return c.Ping(r, now); });
+      return Serve<rpc::Ping>("ping", meta, mc, [&](auto& r) {
+        StripPrivilegedFields(caller, &r);
+        return c.Ping(r, now);
+      });
     case rpc::MOUNT_SEGMENT:
       return Serve<rpc::MountSegment>("mount segment", meta, mc,
                                       [&](const auto& r) { return c.MountSegment(r, now); });
@@ -87,26 +107,27 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta) {
       return Serve<rpc::DrainSegment>("drain segment", meta, mc,
                                       [&](const auto& r) { return c.DrainSegment(r, now); });
     case rpc::PUT_START:
-      return Serve<rpc::PutStart>("put start", meta, mc,
-                                  [&](const auto& r) { return c.PutStart(r, now); });
+      return ServeKeys<rpc::PutStart>("put start", meta, mc, caller,
+                                      [&](const auto& r) { return c.PutStart(r, now); });
     case rpc::PUT_END:
-      return Serve<rpc::PutEnd>("put end", meta, mc,
-                                [&](const auto& r) { return c.PutEnd(r, now); });
+      return ServeKeys<rpc::PutEnd>("put end", meta, mc, caller,
+                                    [&](const auto& r) { return c.PutEnd(r, now); });
     case rpc::GET_REPLICA_LIST:
-      return Serve<rpc::KeysRequest>("get replica list", meta, mc,
-                                     [&](const auto& r) { return c.GetReplicaList(r, now); });
+      return ServeKeys<rpc::KeysRequest>("get replica list", meta, mc, caller,
+                                         [&](const auto& r) { return c.GetReplicaList(r, now); });
     case rpc::EXISTS:
-      return Serve<rpc::KeysRequest>("exists", meta, mc,
-                                     [&](const auto& r) { return c.Exists(r, now); });
+      return ServeKeys<rpc::KeysRequest>("exists", meta, mc, caller,
+                                         [&](const auto& r) { return c.Exists(r, now); });
     case rpc::EXISTS_PREFIX:
-      return Serve<rpc::KeysRequest>("exists prefix", meta, mc,
-                                     [&](const auto& r) { return c.ExistsPrefix(r, now); });
+      return ServeKeys<rpc::KeysRequest>("exists prefix", meta, mc, caller,
+                                         [&](const auto& r) { return c.ExistsPrefix(r, now); });
     case rpc::REMOVE:
-      return Serve<rpc::KeysRequest>("remove", meta, mc,
-                                     [&](const auto& r) { return c.Remove(r, now); });
+      return ServeKeys<rpc::KeysRequest>("remove", meta, mc, caller,
+                                         [&](const auto& r) { return c.Remove(r, now); });
     case rpc::REMOVE_ALL:
-      return Serve<rpc::RemoveAll>("remove all", meta, mc,
-                                   [&](const auto& r) { return c.RemoveAll(r, now); });
+      return Serve<rpc::RemoveAll>("remove all", meta, mc, [&](const auto& r) {
+        return c.RemoveAll(r, now, caller.tenant);
+      });
     case rpc::STAT:
       return Serve<rpc::Empty>("stat", meta, mc, [&](const auto&) { return c.Stat(); });
     default:
@@ -119,13 +140,27 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta) {
 asio::awaitable<rpc::Reply> MasterService::Handle(const rpc::FrameHeader& header,
                                                   std::string_view meta,
                                                   rpc::PayloadReader& payload) {
+  co_return co_await Answer(header, meta, payload, Caller{});
+}
+
+asio::awaitable<rpc::Reply> MasterService::HandleFrom(const rpc::ConnectionContext& context,
+                                                      const rpc::FrameHeader& header,
+                                                      std::string_view meta,
+                                                      rpc::PayloadReader& payload) {
+  co_return co_await Answer(header, meta, payload, Caller{context.tenant_id, context.privileged});
+}
+
+asio::awaitable<rpc::Reply> MasterService::Answer(const rpc::FrameHeader& header,
+                                                  std::string_view meta,
+                                                  rpc::PayloadReader& payload, Caller caller) {
   if (payload.size() != 0) {
     co_return rpc::Reply::Error(
         Status(ErrorCode::INVALID_PARAMS,
                fmt::format("master requests carry no payload; got {} bytes", payload.size())));
   }
-  if (header.base_method() == rpc::PING) co_await AwaitJournal(meta);
-  co_return Dispatch(header.base_method(), meta);
+  // Only segment hosts (privileged) long-poll their journals.
+  if (header.base_method() == rpc::PING && caller.privileged) co_await AwaitJournal(meta);
+  co_return Dispatch(header.base_method(), meta, caller);
 }
 
 asio::awaitable<void> MasterService::AwaitJournal(std::string_view meta) {

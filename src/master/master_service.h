@@ -16,6 +16,7 @@
 
 #include "master/master_core.h"
 #include "master/master_metrics.h"
+#include "master/tenant_scope.h"
 #include "rpc/server.h"
 
 namespace kvpool::master {
@@ -27,11 +28,17 @@ class MasterService : public rpc::Service {
   explicit MasterService(MasterCore* core, ClockFn clock = &Clock::now)
       : core_(core), clock_(std::move(clock)) {}
 
+  // As a privileged default-tenant caller (tests, in-process use).
   asio::awaitable<rpc::Reply> Handle(const rpc::FrameHeader& header, std::string_view meta,
                                      rpc::PayloadReader& payload) override;
+  // As the connection's tenant (master/tenant_scope.h): its keys live in its own namespace; a
+  // non-privileged caller may not host segments.
+  asio::awaitable<rpc::Reply> HandleFrom(const rpc::ConnectionContext& context,
+                                         const rpc::FrameHeader& header, std::string_view meta,
+                                         rpc::PayloadReader& payload) override;
 
   // The same dispatch without coroutines (used by Handle; handy in tests).
-  rpc::Reply Dispatch(uint16_t method, std::string_view meta);
+  rpc::Reply Dispatch(uint16_t method, std::string_view meta, Caller caller = {});
 
   // Requests, keys, latency and errors of every call served so far.
   MasterMetrics& metrics() { return metrics_; }
@@ -43,6 +50,8 @@ class MasterService : public rpc::Service {
   static constexpr Clock::duration kJournalGather = std::chrono::milliseconds(2);
 
  private:
+  asio::awaitable<rpc::Reply> Answer(const rpc::FrameHeader& header, std::string_view meta,
+                                     rpc::PayloadReader& payload, Caller caller);
   // Holds a long-polling ping (Ping.journal_wait_ms) until a journal it acks has entries.
   asio::awaitable<void> AwaitJournal(std::string_view meta);
 

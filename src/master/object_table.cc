@@ -2,7 +2,12 @@
 
 #include <cassert>
 #include <cstring>
+#include <map>
 #include <new>
+#include <string>
+#include <utility>
+
+#include "common/tenant_key.h"
 
 namespace kvpool::master {
 
@@ -45,11 +50,13 @@ Object* ObjectTable::Shard::Insert(ObjectPtr obj) {
   objects_.Insert(raw);  // owns it now (destroys it if growing throws)
   if (raw->pending()) pending_.insert(raw);
   total_->fetch_add(1, std::memory_order_relaxed);
+  ledger_->Add(TenantOf(raw->key()), static_cast<int64_t>(ObjectTable::TenantBytes(*raw)), 1);
   return raw;
 }
 
 void ObjectTable::Shard::Erase(Object* obj) {
   pending_.erase(obj);
+  ledger_->Add(TenantOf(obj->key()), -static_cast<int64_t>(ObjectTable::TenantBytes(*obj)), -1);
   objects_.Erase(obj);
   total_->fetch_sub(1, std::memory_order_relaxed);
 }
@@ -62,17 +69,35 @@ void ObjectTable::Shard::MarkComplete(Object* obj) {
 }
 
 size_t ObjectTable::Shard::EraseIf(const std::function<bool(Object&)>& f) {
+  // Per-tenant deltas, applied once at the end (one ledger lock per call, not per object).
+  std::map<std::string, std::pair<int64_t, int64_t>, std::less<>> deltas;
+  auto account = [&deltas](std::string_view tenant, int64_t bytes, int64_t objects) {
+    if (bytes == 0 && objects == 0) return;
+    auto d = deltas.find(tenant);
+    if (d == deltas.end()) d = deltas.emplace(std::string(tenant), std::pair{0, 0}).first;
+    d->second.first += bytes;
+    d->second.second += objects;
+  };
   size_t erased = objects_.EraseIf([&](Object& o) {
-    if (!f(o)) return false;
+    const auto before = static_cast<int64_t>(ObjectTable::TenantBytes(o));
+    if (!f(o)) {
+      account(TenantOf(o.key()), static_cast<int64_t>(ObjectTable::TenantBytes(o)) - before, 0);
+      return false;
+    }
+    account(TenantOf(o.key()), -before, -1);
     pending_.erase(&o);
     return true;
   });
+  for (const auto& [tenant, d] : deltas) ledger_->Add(tenant, d.first, d.second);
   total_->fetch_sub(erased, std::memory_order_relaxed);
   return erased;
 }
 
 ObjectTable::ObjectTable() : shards_(new Slot[kShards]) {
-  for (size_t i = 0; i < kShards; ++i) shards_[i].shard.total_ = &total_;
+  for (size_t i = 0; i < kShards; ++i) {
+    shards_[i].shard.total_ = &total_;
+    shards_[i].shard.ledger_ = &ledger_;
+  }
 }
 
 size_t ObjectTable::ShardOf(std::string_view key) {

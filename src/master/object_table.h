@@ -8,6 +8,10 @@
 // Threading: an Object and its shard's containers may be touched only while holding its
 // shard's lock (ObjectTable::Lock / LockIndex). Pointers to an Object are valid until it is
 // erased and must not be kept past the lock that produced them. size() is lock-free.
+//
+// Tenants: the table keeps each tenant's replica bytes and objects in tenants() (Insert, Erase,
+// EraseIf). An object's replicas may be dropped (Object::DropReplicasIf) only inside EraseIf's
+// function, where the change is accounted.
 #pragma once
 
 #include <algorithm>
@@ -22,6 +26,7 @@
 #include <vector>
 
 #include "master/object_index.h"
+#include "master/tenant_ledger.h"
 
 namespace kvpool::master {
 
@@ -143,6 +148,7 @@ class ObjectTable {
     ObjectIndex objects_;
     std::unordered_set<Object*> pending_;
     std::atomic<size_t>* total_ = nullptr;  // the table's object count
+    TenantLedger* ledger_ = nullptr;        // the table's per-tenant totals
   };
 
   // A shard with its lock held; movable, not copyable.
@@ -167,6 +173,10 @@ class ObjectTable {
   Locked LockIndex(size_t i) { return Locked(shards_[i].mu, shards_[i].shard); }
   // Objects in the table (lock-free; exact when no operation is in flight).
   size_t size() const { return total_.load(std::memory_order_relaxed); }
+  // Replica bytes and objects per tenant (thread-safe).
+  const TenantLedger& tenants() const { return ledger_; }
+  // What `o` counts for its tenant: its size times its replicas.
+  static uint64_t TenantBytes(const Object& o) { return o.size * o.replicas().size(); }
 
  private:
   struct alignas(64) Slot {
@@ -174,6 +184,7 @@ class ObjectTable {
     Shard shard;  // guarded by mu
   };
   std::atomic<size_t> total_{0};
+  TenantLedger ledger_;
   std::unique_ptr<Slot[]> shards_;
 };
 
