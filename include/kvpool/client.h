@@ -78,6 +78,20 @@ struct ClientOptions {
   std::string tls_key_file;
   // Embedded segment: require a client certificate signed by tls_ca_file from peers.
   bool tls_verify_client = false;
+
+  // Tenants (docs/security.md, "Tenants"). The tenant whose key namespace this client uses:
+  // "" or "default" is the default tenant; another tenant's objects can be neither read,
+  // listed, removed nor probed. At most 128 bytes, no NUL (else Setup fails with
+  // INVALID_PARAMS).
+  std::string tenant_id;
+  // The tenant key of tenant_id (`kvpool tenant-key --tenant ID`), proven instead of the pool
+  // secret: the master then confines this client to its tenant even if it lies about it. Empty:
+  // read from tenant_key_file; if that is empty too, from $KVPOOL_TENANT_KEY; else the pool
+  // secret (auth_secret above) is used, if any. A client with a tenant key contributes no
+  // memory (global_segment_size must be 0: INVALID_PARAMS otherwise). Setup fails with
+  // FILE_NOT_FOUND when the file cannot be read.
+  std::string tenant_key;
+  std::string tenant_key_file;
 };
 
 // Standalone mode: the process attaches to a `kvpool node` on the same host instead of talking
@@ -232,7 +246,8 @@ class Client {
   virtual Status Remove(const std::string& key, bool force = false) = 0;
   virtual std::vector<Status> BatchRemove(const std::vector<std::string>& keys,
                                           bool force = false) = 0;
-  // Removes every complete object (leased ones only with force); returns how many.
+  // Removes every complete object of this client's tenant (leased ones only with force; other
+  // tenants' objects are never touched); returns how many.
   virtual Result<uint64_t> RemoveAll(bool force = false) = 0;
 
   virtual Result<PoolStat> Stat() = 0;

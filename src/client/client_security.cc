@@ -1,6 +1,46 @@
 #include "client/client_security.h"
 
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+#include "common/tenant_key.h"
+
 namespace kvpool::client {
+namespace {
+
+// Environment variable naming a file that holds the tenant key (Python and SGLang set-ups).
+constexpr const char* kTenantKeyFileEnv = "KVPOOL_TENANT_KEY_FILE";
+
+// The tenant id and, when one is configured, the tenant key in place of the pool secret.
+Status ResolveTenant(const ClientOptions& options, rpc::ConnectOptions& connect) {
+  KVPOOL_RETURN_IF_ERROR(ValidateTenantId(options.tenant_id));
+  connect.tenant_id = options.tenant_id;
+  std::string key = options.tenant_key;
+  if (key.empty()) {
+    // tenant_key_file, else $KVPOOL_TENANT_KEY_FILE, else $KVPOOL_TENANT_KEY.
+    std::string file = options.tenant_key_file;
+    if (const char* env = std::getenv(kTenantKeyFileEnv); file.empty() && env != nullptr) {
+      file = env;
+    }
+    auto read = rpc::ReadSecret(file, rpc::kTenantKeyEnv, "tenant_key_file");
+    if (!read.ok()) return read.status();
+    key = std::move(read).value();
+  }
+  if (key.empty()) return Status::Ok();
+  if (options.global_segment_size > 0) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("tenant '{}': a client with a tenant key cannot contribute memory "
+                              "(global_segment_size={}): a segment holds every tenant's objects. "
+                              "Set global_segment_size to 0, or use standalone mode",
+                              options.tenant_id, options.global_segment_size));
+  }
+  connect.auth_secret = std::move(key);
+  connect.tenant_key = true;
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<ClientSecurity> ResolveClientSecurity(const ClientOptions& options) {
   ClientSecurity out;
@@ -14,6 +54,7 @@ Result<ClientSecurity> ResolveClientSecurity(const ClientOptions& options) {
   if (s.auth_secret.empty()) KVPOOL_RETURN_IF_ERROR(rpc::ResolveAuthSecret(s));
   KVPOOL_RETURN_IF_ERROR(rpc::ValidateTls(s, /*also_client=*/options.global_segment_size > 0));
   out.connect.auth_secret = s.auth_secret;
+  KVPOOL_RETURN_IF_ERROR(ResolveTenant(options, out.connect));
   if (s.tls_client()) {
     auto tls = rpc::TlsClientContext::Create(s);
     if (!tls.ok()) return tls.status();

@@ -26,6 +26,8 @@ Result<std::unique_ptr<Client>> Connect(const ClientCommandOptions& o) {
   co.rpc_timeout = std::chrono::milliseconds(o.timeout_ms);
   co.transfer_timeout = std::chrono::milliseconds(std::max(o.timeout_ms, 30000));
   client::ApplySecurityFlags(o.security, co);
+  co.tenant_id = o.tenant_id;
+  co.tenant_key_file = o.tenant_key_file;
   return Client::Setup(co);
 }
 
@@ -141,6 +143,9 @@ void AddClientCommands(CLI::App& app, ClientCommandOptions& o, int& exit_code) {
     cmd->add_option("--master", o.master, "Master host:port")->capture_default_str();
     cmd->add_option("--timeout_ms", o.timeout_ms, "Deadline of each call")->capture_default_str();
     rpc::AddSecurityFlags(*cmd, o.security, /*server=*/false);
+    cmd->add_option("--tenant_id", o.tenant_id, "Tenant whose keys to use (default: the default)");
+    cmd->add_option("--tenant_key_file", o.tenant_key_file,
+                    "File holding the tenant key of --tenant_id (default: $KVPOOL_TENANT_KEY)");
   };
   auto* put = app.add_subcommand("put", "Store FILE's bytes under KEY");
   put->add_option("KEY", o.key)->required();

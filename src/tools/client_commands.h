@@ -18,6 +18,8 @@ struct ClientCommandOptions {
   bool force = false;                      // rm --force
   bool json = false;                       // stat --json
   rpc::SecurityOptions security;           // --auth_secret_file, --tls_* (docs/security.md)
+  std::string tenant_id;                   // --tenant_id: the key namespace ("": default)
+  std::string tenant_key_file;             // --tenant_key_file (else $KVPOOL_TENANT_KEY)
 };
 
 // Registers put/get/exists/rm/stat as subcommands of `app`; `exit_code` receives the result of

@@ -3,6 +3,7 @@
 //   kvpool node [flags]          a storage node (standalone storage process)
 //   kvpool put|get|exists|rm|stat ...   client commands against a running pool
 //   kvpool top [--http host:port]       live view from the master's /metrics
+//   kvpool tenant-key --tenant ID       a tenant's key, derived from the pool secret
 #include <CLI/CLI.hpp>
 #include <iostream>
 
@@ -14,6 +15,7 @@
 #include "node/node_options.h"
 #include "tools/bench/bench_command.h"
 #include "tools/client_commands.h"
+#include "tools/tenant_key_command.h"
 #include "tools/top_command.h"
 
 int main(int argc, char** argv) {
@@ -33,6 +35,8 @@ int main(int argc, char** argv) {
 
   kvpool::tools::ClientCommandOptions client_options;
   kvpool::tools::AddClientCommands(app, client_options, exit_code);
+  kvpool::tools::TenantKeyCommandOptions tenant_key_options;
+  kvpool::tools::AddTenantKeyCommand(app, tenant_key_options, exit_code);
   kvpool::tools::TopCommandOptions top_options;
   kvpool::tools::AddTopCommand(app, top_options, exit_code);
   kvpool::tools::bench::BenchCommandOptions bench_options;
