@@ -58,11 +58,16 @@ class GrantingServiceTest : public ::testing::Test {
     EXPECT_TRUE(reply.ParseFromString(r.meta));
     return reply;
   }
-  void Commit(const std::string& key) {
+  // Commits `key` in the namespace of the privileged (default) or the tenant connection.
+  void Commit(const std::string& key, bool privileged = true) {
     rpc::PutEnd pe;
     pe.set_client_id("c");
     pe.add_commit_keys(key);
-    ASSERT_EQ(Call(rpc::PUT_END, pe, true).code, ErrorCode::OK);
+    rpc::Reply r = Call(rpc::PUT_END, pe, privileged);
+    ASSERT_EQ(r.code, ErrorCode::OK);
+    rpc::CodesReply codes;
+    ASSERT_TRUE(codes.ParseFromString(r.meta));
+    ASSERT_EQ(codes.codes(0), 0);
   }
   rpc::GetReplicaListReply Locate(const std::string& key, bool privileged, bool no_lease = false) {
     rpc::KeysRequest req;
@@ -104,8 +109,8 @@ TEST_F(GrantingServiceTest, TenantPutStartCarriesWriteGrants) {
 }
 
 TEST_F(GrantingServiceTest, TenantLeasedReadCarriesReadGrants) {
-  PutStart("k", true);
-  Commit("k");
+  PutStart("k", false);  // the tenant's own object (tenants see only their own keys)
+  Commit("k", false);
   rpc::GetReplicaListReply reply = Locate("k", /*privileged=*/false);
   ASSERT_EQ(reply.objects_size(), 1);
   ASSERT_EQ(reply.objects(0).replicas_size(), 1);
