@@ -57,8 +57,10 @@ ENV_VARS: Dict[str, str] = {
     "standalone_allocator_mismatch": "KVPOOL_STANDALONE_ALLOCATOR_MISMATCH",
     "local_buffer_size": LOCAL_BUFFER_ENV,
     "verify_checksum": "KVPOOL_VERIFY_CHECKSUM",
+    "tenant_key_file": "KVPOOL_TENANT_KEY_FILE",
 }
-KVPOOL_ONLY_FIELDS = ("standalone_allocator_mismatch", "local_buffer_size", "verify_checksum")
+KVPOOL_ONLY_FIELDS = ("standalone_allocator_mismatch", "local_buffer_size", "verify_checksum",
+                      "tenant_key_file")
 
 # Keys SGLang itself puts in extra_config: not ours, never warned about.
 _SGLANG_EXTRA_KEYS = {
@@ -83,6 +85,7 @@ class KVPoolStoreConfig:
     client_server_address: Optional[str] = None
     enable_ssd_offload: bool = False
     ssd_offload_path: Optional[str] = None
+    # The key namespace ("default": the default tenant; docs/security.md, "Tenants").
     tenant_id: str = "default"
     # kvpool: what standalone mode does when the host pool is not in kvpool's shared memory.
     standalone_allocator_mismatch: str = "error"
@@ -90,6 +93,9 @@ class KVPoolStoreConfig:
     local_buffer_size: int = 16 * 1024**2
     # kvpool: gets check each page's XXH3 checksum (CHECKSUM_MISMATCH instead of bad bytes).
     verify_checksum: bool = False
+    # kvpool: file holding tenant_id's tenant key (`kvpool tenant-key`); None: the pool secret
+    # ($KVPOOL_AUTH_SECRET) or $KVPOOL_TENANT_KEY, if any.
+    tenant_key_file: Optional[str] = None
     # Where the values came from: "extra_config", "file:<path>" or "env" (for messages).
     source: str = "defaults"
 
@@ -187,7 +193,12 @@ class KVPoolStoreConfig:
         if self.protocol not in ("tcp", "rdma"):
             raise KVPoolConfigError(
                 f"protocol={self.protocol!r} (from {self.source}) is unknown; use 'tcp'")
-        for name in ("master_server_address", "client_server_address", "ssd_offload_path"):
+        if "\0" in self.tenant_id or len(self.tenant_id.encode()) > 128:
+            raise KVPoolConfigError(
+                f"tenant_id={self.tenant_id!r} (from {self.source}) must be at most 128 bytes "
+                f"without NUL characters")
+        for name in ("master_server_address", "client_server_address", "ssd_offload_path",
+                     "tenant_key_file"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise KVPoolConfigError(f"{name}={value!r} (from {self.source}) must be a string")

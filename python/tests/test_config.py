@@ -235,3 +235,18 @@ def _write_bytes(path, data):
 def _mkdir(path):
     path.mkdir()
     return str(path)
+
+
+def test_tenant_id_and_key_file_from_env_and_extra_config(clean_env):
+    clean_env.setenv("MOONCAKE_MASTER", "m:1")
+    c = load()
+    assert (c.tenant_id, c.tenant_key_file) == ("default", None)
+    clean_env.setenv("MOONCAKE_TENANT_ID", "team-a")
+    clean_env.setenv("KVPOOL_TENANT_KEY_FILE", "/etc/kvpool/team-a.key")
+    c = load()
+    assert (c.tenant_id, c.tenant_key_file) == ("team-a", "/etc/kvpool/team-a.key")
+    c = load({"master_server_address": "x:1", "tenant_id": "team-b",
+              "tenant_key_file": "/k"})
+    assert (c.tenant_id, c.tenant_key_file) == ("team-b", "/k")
+    with pytest.raises(KVPoolConfigError, match="tenant_id"):
+        load({"master_server_address": "x:1", "tenant_id": "a\0b"})

@@ -131,12 +131,6 @@ int Store::Setup(const SetupArgs& a) {
     return Fail(Status(ErrorCode::NOT_SUPPORTED,
                        "enable_ssd_offload: kvpool has no SSD tier yet; leave it off"));
   }
-  if (!a.tenant_id.empty() && a.tenant_id != "default") {
-    return Fail(Status(ErrorCode::NOT_SUPPORTED,
-                       fmt::format("tenant_id='{}': kvpool has no tenants yet; use 'default' and "
-                                   "separate models by key prefix",
-                                   a.tenant_id)));
-  }
   if (!a.engine.is_none()) {
     LogWarning(
         "setup(engine=...): kvpool moves bytes with its own transports; the Mooncake "
@@ -154,6 +148,8 @@ int Store::Setup(const SetupArgs& a) {
   o.master_server_address = a.master_server_addr;
   o.verify_checksum = a.verify_checksum;
   o.auth_secret_file = a.auth_secret_file;
+  o.tenant_id = a.tenant_id;
+  o.tenant_key_file = a.tenant_key_file;
   o.tls_ca_file = a.tls_ca_file;
   o.tls_cert_file = a.tls_cert_file;
   o.tls_key_file = a.tls_key_file;
@@ -185,6 +181,7 @@ int Store::SetupFromDict(const py::dict& config) {
                                                "client_http_port",
                                                "verify_checksum",
                                                "auth_secret_file",
+                                               "tenant_key_file",
                                                "tls_ca_file",
                                                "tls_cert_file",
                                                "tls_key_file"};
@@ -221,6 +218,7 @@ int Store::SetupFromDict(const py::dict& config) {
       if (key == "client_http_port") a.client_http_port = v.cast<int>();
       if (key == "verify_checksum") a.verify_checksum = v.cast<bool>();
       if (key == "auth_secret_file") a.auth_secret_file = v.cast<std::string>();
+      if (key == "tenant_key_file") a.tenant_key_file = v.cast<std::string>();
       if (key == "tls_ca_file") a.tls_ca_file = v.cast<std::string>();
       if (key == "tls_cert_file") a.tls_cert_file = v.cast<std::string>();
       if (key == "tls_key_file") a.tls_key_file = v.cast<std::string>();

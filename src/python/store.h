@@ -40,12 +40,14 @@ struct SetupArgs {
   pybind11::object engine;
   bool enable_ssd_offload = false;
   std::string ssd_offload_path;
-  std::string tenant_id = "default";
+  std::string tenant_id = "default";  // ClientOptions::tenant_id ("default": the default tenant)
   bool enable_client_http_server = false;
   int client_http_port = 9300;
   bool verify_checksum = false;  // ClientOptions::verify_checksum
   // Security (docs/security.md); the secret itself comes from this file or $KVPOOL_AUTH_SECRET.
   std::string auth_secret_file;
+  // The tenant key of tenant_id (else $KVPOOL_TENANT_KEY_FILE / $KVPOOL_TENANT_KEY).
+  std::string tenant_key_file;
   std::string tls_ca_file;
   std::string tls_cert_file;
   std::string tls_key_file;

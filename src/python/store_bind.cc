@@ -50,7 +50,8 @@ void BindStore(py::module_& m) {
          py::object global_segment_size, py::object local_buffer_size, std::string protocol,
          std::string rdma_devices, std::string master_server_addr, py::object engine,
          bool enable_ssd_offload, std::string ssd_offload_path, std::string tenant_id,
-         bool enable_client_http_server, int client_http_port, bool verify_checksum) {
+         bool enable_client_http_server, int client_http_port, bool verify_checksum,
+         std::string tenant_key_file) {
         SetupArgs a{std::move(local_hostname),
                     std::move(metadata_server),
                     std::move(global_segment_size),
@@ -65,6 +66,7 @@ void BindStore(py::module_& m) {
                     enable_client_http_server,
                     client_http_port,
                     verify_checksum};
+        a.tenant_key_file = std::move(tenant_key_file);
         return s.Setup(a);
       },
       py::arg("local_hostname"), py::arg("metadata_server"), py::arg("global_segment_size"),
@@ -73,15 +75,19 @@ void BindStore(py::module_& m) {
       py::arg("enable_ssd_offload") = false, py::arg("ssd_offload_path") = "",
       py::arg("tenant_id") = "default", py::arg("enable_client_http_server") = false,
       py::arg("client_http_port") = 9300, py::arg("verify_checksum") = false,
+      py::arg("tenant_key_file") = "",
       "Embedded mode: register with the master at master_server_addr and contribute "
       "global_segment_size bytes of this process's memory (0: none). Sizes may be ints or "
       "strings (\"4gb\"). metadata_server, rdma_devices and local_buffer_size are accepted and "
       "not needed. verify_checksum: gets check each object's XXH3 checksum and report "
-      "CHECKSUM_MISMATCH (-801) instead of bad bytes. Returns 0 or a negative code.");
+      "CHECKSUM_MISMATCH (-801) instead of bad bytes. tenant_id: the key namespace (\"default\": "
+      "the default tenant); tenant_key_file: that tenant's key (else $KVPOOL_TENANT_KEY_FILE or "
+      "$KVPOOL_TENANT_KEY), which requires global_segment_size 0 (docs/security.md). Returns 0 "
+      "or a negative code.");
   cls.def("setup", &S::SetupFromDict, py::arg("config"),
           "setup() with the same fields as a dict (sizes may be \"512MB\"-style strings; "
           "'master_server_addr' or 'master_server_address' is required). Also takes "
-          "'auth_secret_file', 'tls_ca_file', 'tls_cert_file', 'tls_key_file' "
+          "'auth_secret_file', 'tenant_key_file', 'tls_ca_file', 'tls_cert_file', 'tls_key_file' "
           "(docs/security.md; the secret also comes from $KVPOOL_AUTH_SECRET). Unknown keys are "
           "refused with INVALID_PARAMS.");
   cls.def("setup_dummy", &S::SetupDummy, py::arg("mem_pool_size"), py::arg("local_buffer_size"),

@@ -97,14 +97,13 @@ class KVPoolHiCacheStorage(HiCacheStorageBase):
         if cfg.enable_ssd_offload:
             raise RuntimeError("kvpool: enable_ssd_offload is not available (no SSD tier yet); "
                                "turn it off")
-        if cfg.tenant_id != "default":
-            raise RuntimeError(f"kvpool: tenant_id={cfg.tenant_id!r} is not available (no "
-                               f"tenants yet); use extra_backend_tag to separate key spaces")
         store = KVPoolStore()
         segment = cfg.per_rank_segment_size(self.tp_size, self.pp_size)
         rc = store.setup(cfg.local_hostname, cfg.metadata_server, segment, cfg.local_buffer_size,
                          cfg.protocol, cfg.device_for_rank(self.tp_rank),
-                         cfg.master_server_address, verify_checksum=cfg.verify_checksum)
+                         cfg.master_server_address, tenant_id=cfg.tenant_id,
+                         verify_checksum=cfg.verify_checksum,
+                         tenant_key_file=cfg.tenant_key_file or "")
         if rc != 0:
             raise RuntimeError(
                 f"kvpool: could not join the pool of master {cfg.master_server_address} "
@@ -119,6 +118,11 @@ class KVPoolHiCacheStorage(HiCacheStorageBase):
 
     def _connect_standalone(self, pool: Any) -> None:
         cfg = self.config
+        if cfg.tenant_id != "default":
+            raise RuntimeError(
+                f"kvpool: tenant_id={cfg.tenant_id!r} is not available in standalone mode yet "
+                f"(the local node serves the default tenant only); use embedded mode with "
+                f"global_segment_size 0 and the tenant's key (docs/security.md, \"Tenants\")")
         store = KVPoolStore()
         rc = store.setup_dummy(poolmod.required_bytes(pool), cfg.local_buffer_size,
                                cfg.client_server_address,
