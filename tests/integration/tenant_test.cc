@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <span>
+#include <thread>
 
 #include "pool.h"
 
@@ -182,8 +183,15 @@ TEST_F(TenantTest, QuotaEvictsOwnObjectsThenRefuses) {
   auto a = Tenant("a");
   auto b = Tenant("b");
   ASSERT_TRUE(a && b);
+  // Eviction's LRU clock ticks every 16.8 ms (order within a tick is arbitrary): the pauses
+  // make the put order the LRU order.
+  auto tick = [] { std::this_thread::sleep_for(std::chrono::milliseconds(50)); };
   ASSERT_TRUE(Put(*b, "b-old", 1).ok());  // older than all of a's: still never a's to evict
-  for (int i = 0; i < 4; ++i) ASSERT_TRUE(Put(*a, "p" + std::to_string(i), 1).ok());
+  for (int i = 0; i < 4; ++i) {
+    tick();
+    ASSERT_TRUE(Put(*a, "p" + std::to_string(i), 1).ok());
+  }
+  tick();
   // A fifth page takes a past its quota: a's least recently used page goes.
   Status st = Put(*a, "p4", 1);
   ASSERT_TRUE(st.ok()) << st.ToString();
