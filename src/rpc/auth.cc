@@ -1,14 +1,13 @@
 #include "rpc/auth.h"
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <openssl/rand.h>
 
 #include <cstdio>
 #include <cstdlib>
 
 #include "common/tenant_key.h"
+#include "rpc/hmac.h"
 
 namespace kvpool::rpc {
 
@@ -27,13 +26,7 @@ std::string AuthProof(std::string_view secret, std::string_view label,
   std::string message;
   message.reserve(label.size() + client_nonce.size() + server_nonce.size());
   message.append(label).append(client_nonce).append(server_nonce);
-  std::string out(EVP_MAX_MD_SIZE, '\0');
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-       reinterpret_cast<const unsigned char*>(message.data()), message.size(),
-       reinterpret_cast<unsigned char*>(out.data()), &len);
-  out.resize(len);
-  return out;
+  return HmacKey(secret).MacString(message);
 }
 
 std::string DeriveTenantKey(std::string_view pool_secret, std::string_view tenant_id) {

@@ -1,5 +1,5 @@
-// HMAC-SHA256 with a key prepared once, for many MACs under one secret (the data-plane grants,
-// rpc/grant.h).
+// HMAC-SHA256 with a key prepared once: kvpool's one HMAC, for the handshake proofs and tenant
+// keys (rpc/auth.h) and for many MACs under one secret (the data-plane grants, rpc/grant.h).
 //
 // Preparing the key (OpenSSL's algorithm fetch and key schedule) costs a few microseconds;
 // each Mac() after that copies the prepared state and costs about 1 µs for a short message.
