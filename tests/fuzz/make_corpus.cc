@@ -211,6 +211,75 @@ void MasterConfigSeeds() {
         "put_start_release_timeout_sec = 900\n");
 }
 
+// ---- attach_requests: records of [op u8][len u16][meta]; op indexes fuzz_attach_requests.cc's
+// kMethods (0 ATTACH .. 13 NODE_STATUS), 14 and 29 / 44 are protocol violations ----
+void AttachRequestSeeds() {
+  auto rec = [](uint8_t op, const google::protobuf::MessageLite& m) {
+    std::string meta = m.SerializeAsString();
+    return std::string(1, static_cast<char>(op)) + U16(static_cast<uint16_t>(meta.size())) + meta;
+  };
+  auto slice = [](rpc::Slice* s, uint64_t region, uint64_t offset, uint64_t length) {
+    s->set_region_id(region);
+    s->set_offset(offset);
+    s->set_length(length);
+  };
+  auto object = [&](rpc::LocalObject* o, const std::string& key, uint64_t region, uint64_t offset,
+                    uint64_t length) {
+    o->set_key(key);
+    if (length > 0) slice(o->add_slices(), region, offset, length);
+  };
+  auto keys = [](std::vector<std::string> ks) {
+    rpc::KeysRequest k;
+    for (auto& key : ks) k.add_keys(key);
+    return k;
+  };
+  rpc::Attach attach;
+  attach.set_client_id("fuzz");
+  attach.set_pid(1);
+  rpc::RegisterRegion reg;
+  reg.set_region_id(1);
+  reg.set_size(64 * 1024);
+  rpc::LocalPut put;
+  object(put.add_objects(), "page/0", 1, 0, 4096);
+  object(put.add_objects(), "page/1", 1, 4096, 12000);
+  rpc::LocalGet get;
+  object(get.add_objects(), "page/0", 1, 32768, 4096);
+  object(get.add_objects(), "page/1", 1, 40960, 12000);
+  get.set_verify_checksum(true);
+  rpc::LocalGet packed;
+  object(packed.add_objects(), "page/0", 0, 0, 0);
+  object(packed.add_objects(), "page/1", 0, 0, 0);
+  slice(packed.mutable_pack(), 1, 16384, 20000);
+  rpc::UnregisterRegion unreg;
+  unreg.set_region_id(1);
+  rpc::RemoveAll remove_all;
+  remove_all.set_force(true);
+  const std::string w = "attach_requests";
+  Write(w, "put_get_remove",
+        rec(0, attach) + rec(2, reg) + rec(5, put) + rec(6, get) + rec(6, packed) +
+            rec(7, keys({"page/0", "page/1", "nope"})) + rec(8, keys({"page/0", "nope"})) +
+            rec(9, keys({"page/1"})) + rec(10, keys({"page/0"})) + rec(3, unreg));
+  rpc::LocalPut outside;
+  object(outside.add_objects(), "edge", 1, 65000, 4096);  // past the region's end
+  object(outside.add_objects(), "other", 7, 0, 4096);     // an unregistered region
+  object(outside.add_objects(), "huge", 1, UINT64_MAX - 8, 64);
+  rpc::LocalGet pack_outside = packed;
+  slice(pack_outside.mutable_pack(), 1, 60000, 1 << 20);
+  Write(w, "slices_outside_regions",
+        rec(0, attach) + rec(2, reg) + rec(5, outside) + rec(6, pack_outside));
+  Write(w, "before_attach", rec(5, put) + rec(2, reg) + rec(13, rpc::Empty()) + rec(0, attach));
+  rpc::JoinSession join;
+  join.set_session_id(1);
+  join.set_session_token(12345);
+  Write(w, "join_and_status",
+        rec(1, join) + rec(0, attach) + rec(0, attach) + rec(4, rpc::Empty()) +
+            rec(12, rpc::Empty()) + rec(11, remove_all) + rec(13, rpc::Empty()));
+  Write(w, "violations", rec(0, attach) + rec(44, reg) + rec(29, join) + rec(14, attach));
+  rpc::RegisterRegion big = reg;
+  big.set_size(1 << 30);  // larger than the descriptor
+  Write(w, "register_too_big", rec(0, attach) + rec(2, big) + rec(2, reg) + rec(2, reg));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -224,5 +293,6 @@ int main(int argc, char** argv) {
   MasterServiceSeeds();
   DataRequestSeeds();
   MasterConfigSeeds();
+  AttachRequestSeeds();
   return 0;
 }
