@@ -85,8 +85,9 @@ struct ClientOptions {
   // INVALID_PARAMS).
   std::string tenant_id;
   // The tenant key of tenant_id (`kvpool tenant-key --tenant ID`), proven instead of the pool
-  // secret: the master then confines this client to its tenant even if it lies about it. Empty:
-  // read from tenant_key_file; if that is empty too, from $KVPOOL_TENANT_KEY; else the pool
+  // secret: the master then confines this client to tenant_id (a key made for another tenant
+  // fails Setup with ILLEGAL_CLIENT). Empty: read from tenant_key_file, else from the file
+  // named by $KVPOOL_TENANT_KEY_FILE, else from $KVPOOL_TENANT_KEY; with none of them the pool
   // secret (auth_secret above) is used, if any. A client with a tenant key contributes no
   // memory (global_segment_size must be 0: INVALID_PARAMS otherwise). Setup fails with
   // FILE_NOT_FOUND when the file cannot be read.

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/http_server.h"
+#include "common/tenant_key.h"
 #include "master/master_service.h"
 #include "master/master_test_util.h"
 
@@ -49,6 +50,27 @@ TEST_F(AdminRoutesTest, HealthMetricsAndUnknownPaths) {
   EXPECT_NE(m.body.find("kvpool_master_info{epoch=\"000000000000002a\"} 1\n"), std::string::npos);
   EXPECT_EQ(routes_.Get("/nope", {}).status, 404);
   EXPECT_NE(routes_.Get("/", {}).body.find("/objects"), std::string::npos);
+}
+
+TEST_F(AdminRoutesTest, TenantsShowSeparately) {
+  Mount("node", "node:1");
+  PutComplete("w", MakeTenantKey("team-a", "page"), 100);
+  PutComplete("w", "page", 50);
+  json objects = GetJson("/objects", {{"tenant", "team-a"}})["objects"];
+  ASSERT_EQ(objects.size(), 1u) << objects;
+  EXPECT_EQ(objects[0]["tenant"], "team-a");
+  EXPECT_EQ(objects[0]["key"], "page");  // the tenant's own key, no prefix
+  EXPECT_FALSE(objects[0].contains("key_hex"));
+  json one = GetJson("/object", {{"key", "page"}, {"tenant", "team-a"}});
+  EXPECT_EQ(one["size"], 100);
+  EXPECT_EQ(GetJson("/object", {{"key", "page"}})["tenant"], "default");
+  json tenants = GetJson("/tenants")["tenants"];
+  ASSERT_EQ(tenants.size(), 2u) << tenants;
+  EXPECT_EQ(tenants[0]["tenant"], "default");  // "" sorts first
+  EXPECT_EQ(tenants[0]["used_bytes"], 50);
+  EXPECT_EQ(tenants[1]["tenant"], "team-a");
+  EXPECT_EQ(tenants[1]["objects"], 1);
+  EXPECT_FALSE(tenants[1].contains("quota_bytes"));
 }
 
 TEST_F(AdminRoutesTest, DrainMarksASegment) {
