@@ -29,14 +29,6 @@ using namespace kvpool;
 
 namespace {
 
-#define CHECK(cond)                                                                       \
-  do {                                                                                    \
-    if (!(cond)) {                                                                        \
-      std::fprintf(stderr, "fuzz check failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__); \
-      std::abort();                                                                       \
-    }                                                                                     \
-  } while (0)
-
 constexpr uint16_t kMethods[] = {rpc::ATTACH,
                                  rpc::JOIN_SESSION,
                                  rpc::REGISTER_REGION,
@@ -56,9 +48,9 @@ constexpr size_t kRegionBytes = 64 * 1024;
 
 rpc::UniqueFd SealedMemfd() {
   int fd = memfd_create("kvpool-fuzz-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  CHECK(fd >= 0);
-  CHECK(ftruncate(fd, kRegionBytes) == 0);
-  CHECK(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) == 0);
+  FUZZ_CHECK(fd >= 0);
+  FUZZ_CHECK(ftruncate(fd, kRegionBytes) == 0);
+  FUZZ_CHECK(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) == 0);
   return rpc::UniqueFd(fd);
 }
 
@@ -74,7 +66,7 @@ struct Fixture {
     mo.rpc_port = 0;
     mo.enable_http_admin = false;
     master = std::make_unique<master::Master>(mo);
-    CHECK(master->Start().ok());
+    FUZZ_CHECK(master->Start().ok());
     ClientOptions co;
     co.master_server_address = "127.0.0.1:" + std::to_string(master->port());
     co.local_hostname = "127.0.0.1";
@@ -85,7 +77,7 @@ struct Fixture {
     client::HostingOptions ho;
     ho.bind_host = "127.0.0.1";
     store = std::make_unique<client::ClientImpl>(co, ho);
-    CHECK(store->Init().ok());
+    FUZZ_CHECK(store->Init().ok());
     node::AttachServiceOptions so;
     so.client_ttl = std::chrono::hours(1);  // sessions end with their connection, not by time
     service = std::make_unique<node::AttachService>(store.get(), so);
@@ -103,7 +95,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Fixture& f = F();
   fuzz::FuzzInput in(data, size);
   int fds[2];
-  CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
+  FUZZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
   rpc::UniqueFd client_end(fds[1]);
   node::LocalConnection conn;
   conn.handle = std::make_shared<node::ConnectionHandle>(rpc::UniqueFd(fds[0]));
@@ -123,7 +115,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (frame.header.method != rpc::REGISTER_REGION) frame.fds.push_back(SealedMemfd());
     }
     node::LocalReply reply = f.service->Handle(conn, frame);
-    CHECK(reply.code != ErrorCode::OK || !reply.close);
+    FUZZ_CHECK(reply.code != ErrorCode::OK || !reply.close);
     if (reply.close) break;  // the attach server ends the connection here
   }
   f.service->Disconnected(conn);

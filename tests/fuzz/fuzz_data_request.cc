@@ -20,14 +20,6 @@ using namespace kvpool;
 
 namespace {
 
-#define CHECK(cond)                                                                       \
-  do {                                                                                    \
-    if (!(cond)) {                                                                        \
-      std::fprintf(stderr, "fuzz check failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__); \
-      std::abort();                                                                       \
-    }                                                                                     \
-  } while (0)
-
 struct Fixture {
   asio::io_context io;
   asio::ip::tcp::socket server{io};  // the DataService end of a Unix socket pair
@@ -38,15 +30,16 @@ struct Fixture {
 
   Fixture() {
     int fds[2];
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds) == 0);
+    FUZZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds) == 0);
     int buf = 1 << 20;
     setsockopt(fds[1], SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
     server.assign(asio::ip::tcp::v4(), fds[0]);
     peer = fds[1];
     for (const auto& [name, size] : segments) {
       auto mem = transfer::SegmentMemory::Map(size, {});
-      CHECK(mem.ok());
-      CHECK(table.Add(name, std::shared_ptr<transfer::SegmentMemory>(std::move(mem).value())).ok());
+      FUZZ_CHECK(mem.ok());
+      FUZZ_CHECK(
+          table.Add(name, std::shared_ptr<transfer::SegmentMemory>(std::move(mem).value())).ok());
     }
   }
 
@@ -102,9 +95,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (bool write : {true, false}) {
       auto total =
           transfer::SegmentTable::CheckRanges(*segment, req.segment_name(), req.ranges(), write);
-      CHECK(total.ok() == Inside(req, segment->size()));
+      FUZZ_CHECK(total.ok() == Inside(req, segment->size()));
       if (!total.ok()) {
-        CHECK(total.code() == (write ? ErrorCode::INVALID_WRITE : ErrorCode::INVALID_READ));
+        FUZZ_CHECK(total.code() == (write ? ErrorCode::INVALID_WRITE : ErrorCode::INVALID_READ));
       }
     }
   }
@@ -128,28 +121,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   f.Drain();
 
   if (reply.code != ErrorCode::OK) return 0;
-  CHECK(parsed && segment != nullptr && Inside(req, segment->size()));
+  FUZZ_CHECK(parsed && segment != nullptr && Inside(req, segment->size()));
   const uint8_t* base = segment->base();
   if (method == rpc::READ) {
-    CHECK(static_cast<int>(reply.payload.size()) == req.ranges_size());
+    FUZZ_CHECK(static_cast<int>(reply.payload.size()) == req.ranges_size());
     for (const auto& b : reply.payload) {
       auto p = static_cast<const uint8_t*>(b.data());
-      CHECK(b.size() == 0 || (p >= base && p + b.size() <= base + segment->size()));
+      FUZZ_CHECK(b.size() == 0 || (p >= base && p + b.size() <= base + segment->size()));
     }
   } else {
-    CHECK(method == rpc::WRITE);
+    FUZZ_CHECK(method == rpc::WRITE);
     // The payload landed at the ranges, in order (a later range may overwrite an earlier one).
     size_t at = 0;
     for (const auto& r : req.ranges()) {
-      CHECK(at + r.length() <= payload.size());
+      FUZZ_CHECK(at + r.length() <= payload.size());
       at += r.length();
     }
-    CHECK(at == payload.size());
+    FUZZ_CHECK(at == payload.size());
     const auto& ranges = req.ranges();
     if (ranges.size() > 0) {
       const auto& last = ranges[ranges.size() - 1];
-      CHECK(std::memcmp(base + last.offset(), payload.data() + (at - last.length()),
-                        last.length()) == 0);
+      FUZZ_CHECK(std::memcmp(base + last.offset(), payload.data() + (at - last.length()),
+                             last.length()) == 0);
     }
   }
   return 0;

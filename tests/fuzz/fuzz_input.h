@@ -4,8 +4,20 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <string_view>
+
+// A fuzz target's own invariant: aborts (which libFuzzer reports as a crash, with the input)
+// when `cond` is false, in every build type.
+#define FUZZ_CHECK(cond)                                                                  \
+  do {                                                                                    \
+    if (!(cond)) {                                                                        \
+      std::fprintf(stderr, "fuzz check failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__); \
+      std::abort();                                                                       \
+    }                                                                                     \
+  } while (0)
 
 namespace kvpool::fuzz {
 

@@ -13,8 +13,8 @@
 //
 // After the sequence the state is checked: every segment's use within its capacity, /metrics
 // well-formed (every line parses, every segment has its gauges; for inputs that query admin
-// endpoints, as rendering it is costly), a full /objects paging lists each object once, and once every client has expired (a day later) nothing is left: no
-// segment, no object, no pending put.
+// endpoints, as rendering it is costly), a full /objects paging lists each object once, and once
+// every client has expired (a day later) nothing is left: no segment, no object, no pending put.
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
@@ -37,14 +37,6 @@ constexpr uint16_t kMethods[] = {rpc::PING,       rpc::MOUNT_SEGMENT, rpc::UNMOU
                                  rpc::EXISTS,     rpc::EXISTS_PREFIX, rpc::REMOVE,
                                  rpc::REMOVE_ALL, rpc::STAT};
 
-#define CHECK(cond)                                                                       \
-  do {                                                                                    \
-    if (!(cond)) {                                                                        \
-      std::fprintf(stderr, "fuzz check failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__); \
-      std::abort();                                                                       \
-    }                                                                                     \
-  } while (0)
-
 MasterOptions FuzzOptions() {
   MasterOptions o;
   // Short timeouts, so a few clock steps reach leases, expiry, takeover and reclaim.
@@ -62,7 +54,7 @@ void Mount(MasterCore& core, const char* client, const char* name, uint64_t size
   m.set_segment_name(name);
   m.set_endpoint("127.0.0.1:7001");
   m.set_size(size);
-  CHECK(core.MountSegment(m, kT0).ok());
+  FUZZ_CHECK(core.MountSegment(m, kT0).ok());
 }
 
 AdminRoutes::Params Query(std::string_view q) {
@@ -80,17 +72,17 @@ AdminRoutes::Params Query(std::string_view q) {
 
 void CheckMetrics(const AdminRoutes& routes, const rpc::StatReply& stat) {
   AdminResponse m = routes.Get("/metrics", {});
-  CHECK(m.status == 200);
+  FUZZ_CHECK(m.status == 200);
   size_t skipped = 0;
   auto samples = tools::ParsePromText(m.body, &skipped);
-  CHECK(skipped == 0);
+  FUZZ_CHECK(skipped == 0);
   std::multiset<std::string> gauges;
   for (const auto& s : samples) {
     if (s.name == "kvpool_master_segment_capacity_bytes") gauges.insert(s.label("segment"));
   }
   std::multiset<std::string> names;
   for (const auto& seg : stat.segments()) names.insert(seg.segment_name());
-  CHECK(gauges == names);
+  FUZZ_CHECK(gauges == names);
 }
 
 void CheckListing(MasterCore& core, uint64_t objects) {
@@ -98,12 +90,12 @@ void CheckListing(MasterCore& core, uint64_t objects) {
   std::string cursor;
   for (int page = 0; page < 100000; ++page) {
     auto l = core.ListObjects("", 7, cursor);
-    CHECK(l.ok());
-    for (const auto& e : l->objects) CHECK(seen.insert(e.key).second);
+    FUZZ_CHECK(l.ok());
+    for (const auto& e : l->objects) FUZZ_CHECK(seen.insert(e.key).second);
     if (l->next_cursor.empty()) break;
     cursor = l->next_cursor;
   }
-  CHECK(seen.size() == objects);
+  FUZZ_CHECK(seen.size() == objects);
 }
 
 }  // namespace
@@ -133,7 +125,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }();
     if (op < 11) {
       rpc::Reply r = service.Dispatch(kMethods[op], body.Rest());
-      CHECK(r.code != ErrorCode::INTERNAL_ERROR);
+      FUZZ_CHECK(r.code != ErrorCode::INTERNAL_ERROR);
     } else if (op == 11) {
       core.Housekeeping(now);
     } else if (op == 12) {
@@ -144,12 +136,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const auto& paths = AdminRoutes::Paths();
       std::string_view path = paths[body.U8() % paths.size()];
       AdminResponse r = routes.Get(path, Query(body.Rest()));
-      CHECK(r.status == 200 || r.status == 400 || r.status == 404);
+      FUZZ_CHECK(r.status == 200 || r.status == 400 || r.status == 404);
     }
   }
 
   rpc::StatReply stat = core.Stat();
-  for (const auto& seg : stat.segments()) CHECK(seg.used() <= seg.size());
+  for (const auto& seg : stat.segments()) FUZZ_CHECK(seg.used() <= seg.size());
   if (admin) CheckMetrics(routes, stat);
   CheckListing(core, stat.object_count());
 
@@ -157,9 +149,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   now += std::chrono::hours(24);
   core.Housekeeping(now);
   rpc::StatReply empty = core.Stat();
-  CHECK(empty.segments_size() == 0);
-  CHECK(empty.object_count() == 0);
-  CHECK(empty.client_count() == 0);
-  CHECK(core.PendingObjects() == 0);
+  FUZZ_CHECK(empty.segments_size() == 0);
+  FUZZ_CHECK(empty.object_count() == 0);
+  FUZZ_CHECK(empty.client_count() == 0);
+  FUZZ_CHECK(core.PendingObjects() == 0);
   return 0;
 }
