@@ -4,16 +4,14 @@
 // refused with ILLEGAL_CLIENT, whether without a grant or with a grant for its own range, and
 // the other tenant's bytes stay as they were. Privileged peers need no grants.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <span>
 
-#include "pool.h"
 #include "rpc/connection.h"
 #include "rpc/kvpool.pb.h"
+#include "secured_pool_test.h"
 
 namespace kvpool::testing {
 namespace {
@@ -24,36 +22,13 @@ constexpr size_t kPage = 64 << 10;
 
 Deadline Soon() { return DeadlineAfter(seconds(30)); }
 
-class TenantGrantTest : public ::testing::Test {
+class TenantGrantTest : public SecuredPoolTest {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/kvpool_grant_XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    secret_file_ = dir_ + "/secret";
-    std::ofstream(secret_file_) << secret_ << "\n";
-    ::chmod(secret_file_.c_str(), 0600);
-    pool_ = std::make_unique<Pool>(std::vector<std::string>{"--auth_secret_file", secret_file_});
-    ClientOptions pool_secret;
-    pool_secret.auth_secret_file = secret_file_;
-    pool_->SetClientSecurity(pool_secret);
-    pool_->AddNode("64MB", {"--auth_secret_file", secret_file_});
-  }
-  void TearDown() override {
-    pool_.reset();
-    std::system(("rm -rf " + dir_).c_str());
+    SecuredPoolTest::SetUp();
+    StartPool();
   }
 
-  // The tenant key of `tenant`, as `kvpool tenant-key` makes it.
-  std::string TenantKey(const std::string& tenant) {
-    std::string path = dir_ + "/key-" + tenant;
-    RunResult r = RunCommand(kBinary, {"tenant-key", "--tenant", tenant, "--auth_secret_file",
-                                       secret_file_, "--out", path});
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    std::string key;
-    std::ifstream(path) >> key;
-    return key;
-  }
   std::unique_ptr<Client> TenantClient(const std::string& tenant) {
     ClientOptions o;
     o.master_server_address = pool_->master_address();
@@ -120,11 +95,6 @@ class TenantGrantTest : public ::testing::Test {
                         " length=" + std::to_string(where.length());
     EXPECT_NE(st.message().find(range), std::string::npos) << st.ToString();
   }
-
-  const std::string secret_ = "grant-test-pool-secret";
-  std::string dir_;
-  std::string secret_file_;
-  std::unique_ptr<Pool> pool_;
 };
 
 TEST_F(TenantGrantTest, TenantsUseTheirOwnRangesOnlyOnTheDataPlane) {

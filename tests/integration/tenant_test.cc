@@ -3,57 +3,21 @@
 // tenant. No call of one tenant reads, probes, lists, removes or overwrites another's objects;
 // a tenant key proves one tenant only.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <span>
 #include <thread>
 
-#include "pool.h"
+#include "secured_pool_test.h"
 
 namespace kvpool::testing {
 namespace {
 
 constexpr size_t kPage = 64 << 10;
 
-class TenantTest : public ::testing::Test {
+class TenantTest : public SecuredPoolTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/kvpool_tenant_XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    secret_file_ = dir_ + "/secret";
-    std::ofstream(secret_file_) << "tenant-test-pool-secret\n";
-    ::chmod(secret_file_.c_str(), 0600);
-  }
-  void TearDown() override {
-    pool_.reset();
-    std::system(("rm -rf " + dir_).c_str());
-  }
-
-  void StartPool(std::vector<std::string> master_flags = {}) {
-    master_flags.insert(master_flags.end(), {"--auth_secret_file", secret_file_});
-    pool_ = std::make_unique<Pool>(master_flags);
-    ClientOptions pool_secret;
-    pool_secret.auth_secret_file = secret_file_;
-    pool_->SetClientSecurity(pool_secret);
-    pool_->AddNode("64MB", {"--auth_secret_file", secret_file_});
-  }
-
-  // `kvpool tenant-key --tenant T --out FILE`; returns FILE.
-  std::string TenantKeyFile(const std::string& tenant) {
-    std::string path = dir_ + "/key-" + tenant;
-    RunResult r = RunCommand(kBinary, {"tenant-key", "--tenant", tenant, "--auth_secret_file",
-                                       secret_file_, "--out", path});
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    struct stat st {};
-    EXPECT_EQ(::stat(path.c_str(), &st), 0);
-    EXPECT_EQ(st.st_mode & 0777, 0600u);
-    return path;
-  }
-
   // A client of `tenant` that holds only the tenant key in `key_file`.
   Result<std::unique_ptr<Client>> TenantClient(const std::string& tenant,
                                                const std::string& key_file) {
@@ -79,10 +43,6 @@ class TenantTest : public ::testing::Test {
     ASSERT_TRUE(got.ok()) << key << ": " << got.status().ToString();
     EXPECT_EQ(*got, ObjectBytes(key, version, kPage)) << key;
   }
-
-  std::string dir_;
-  std::string secret_file_;
-  std::unique_ptr<Pool> pool_;
 };
 
 TEST_F(TenantTest, NoCallCrossesTenants) {
