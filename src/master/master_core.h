@@ -93,6 +93,10 @@ class MasterCore {
   // ping or mount from it (the client must then mount its segments again).
   // Errors: INVALID_PARAMS (empty client_id).
   Result<rpc::PingReply> Ping(const rpc::Ping& req, TimePoint now);
+  // True when client `client_id` has a segment mounted (its pings keep the segment alive).
+  bool HostsSegments(std::string_view client_id) const {
+    return registry_.HostsSegments(client_id);
+  }
   // Errors: INVALID_PARAMS (empty client_id or name, endpoint not host:port, size below the
   // alignment); SEGMENT_ALREADY_EXISTS (mounted by another client or with another endpoint or
   // size). The same mount repeated by its client is OK and returns the same segment id.

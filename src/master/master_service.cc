@@ -93,8 +93,15 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
   if (Status st = CheckMethodAllowed(caller, method); !st.ok()) return ReplyOf(st, mc);
   switch (method) {
     case rpc::PING:
-      return Serve<rpc::Ping>("ping", meta, mc, [&](auto& r) {
+      return Serve<rpc::Ping>("ping", meta, mc, [&](auto& r) -> Result<rpc::PingReply> {
         StripPrivilegedFields(caller, &r);
+        if (!caller.privileged && c.HostsSegments(r.client_id())) {
+          // Its pings would keep a dead host's segments (and their objects) in the pool.
+          return Status(ErrorCode::ILLEGAL_CLIENT,
+                        fmt::format("client_id={} hosts segments: only pool components (the "
+                                    "pool secret) may ping for it",
+                                    r.client_id()));
+        }
         return c.Ping(r, now);
       });
     case rpc::MOUNT_SEGMENT:

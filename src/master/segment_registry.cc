@@ -214,6 +214,14 @@ bool SegmentRegistry::AnyAccepting() const {
   return false;
 }
 
+bool SegmentRegistry::HostsSegments(std::string_view client_id) const {
+  std::shared_lock lock(map_mu_);
+  for (const auto& [id, seg] : by_id_) {
+    if (seg->client_id == client_id) return true;
+  }
+  return false;
+}
+
 bool SegmentRegistry::CollectJournal(std::string_view name, std::string_view client_id,
                                      uint64_t applied_seq, size_t max_entries,
                                      rpc::SegmentJournal* out) {

@@ -153,6 +153,8 @@ class SegmentRegistry {
   PoolUsage Usage() const;
   // True when some mounted segment takes new replicas (is neither restoring nor draining).
   bool AnyAccepting() const;
+  // True when client `client_id` has a segment mounted.
+  bool HostsSegments(std::string_view client_id) const;
 
  private:
   struct Segment {

@@ -135,6 +135,9 @@ TEST_F(TenantScopeTest, TenantMayNotHostSegments) {
   auto spoof = Stub("node", "a", true);
   EXPECT_EQ(spoof->UnmountSegment("127.0.0.1:7001", Soon()).code(), ErrorCode::ILLEGAL_CLIENT);
   EXPECT_EQ(spoof->DrainSegment("127.0.0.1:7001", false, Soon()).code(), ErrorCode::ILLEGAL_CLIENT);
+  // Nor keep a (possibly dead) host's segments alive by pinging as it.
+  EXPECT_EQ(spoof->Ping(Soon()).status().code(), ErrorCode::ILLEGAL_CLIENT);
+  EXPECT_TRUE(node_->Ping(Soon()).ok());
   EXPECT_TRUE(a->Ping(Soon()).ok());
 }
 
