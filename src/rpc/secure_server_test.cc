@@ -14,6 +14,7 @@
 #include "rpc/connection.h"
 #include "rpc/connection_pool.h"
 #include "rpc/kvpool.pb.h"
+#include "rpc/raw_peer_test_util.h"
 #include "rpc/server.h"
 #include "rpc/test_certs.h"
 
@@ -174,14 +175,8 @@ TEST_F(SecureServerTest, ClientWithSecretRefusesServerWithout) {
 // service never runs, so nothing (not even whether data exists) leaks.
 TEST_F(SecureServerTest, RequestBeforeAuthGetsGenericErrorAndClose) {
   StartServer(WithSecret("s3cret"));
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(ep_.port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  timeval tv{5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  int fd = RawLoopbackSocket(ep_.port);
+  ASSERT_GE(fd, 0);
   auto send_frame = [&](uint16_t method, const std::string& meta) {
     FrameHeader h;
     h.method = method;

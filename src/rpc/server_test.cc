@@ -12,6 +12,7 @@
 #include "rpc/connection.h"
 #include "rpc/connection_pool.h"
 #include "rpc/kvpool.pb.h"
+#include "rpc/raw_peer_test_util.h"
 
 namespace kvpool::rpc {
 namespace {
@@ -54,21 +55,9 @@ class ServerTest : public ::testing::Test {
 
   // A raw socket that has completed no handshake.
   int RawConnect() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(ep_.port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-    timeval tv{5, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    int fd = RawLoopbackSocket(ep_.port);
+    EXPECT_GE(fd, 0);
     return fd;
-  }
-  // True when the server closed fd (read returns 0 or reset).
-  static bool ClosedByPeer(int fd) {
-    char c;
-    ssize_t n = ::read(fd, &c, 1);
-    return n == 0 || (n < 0 && errno == ECONNRESET);
   }
   void ExpectStillServing() {
     auto c = Connection::Connect(ep_, "probe", Soon());
@@ -107,7 +96,7 @@ TEST_F(ServerTest, GarbageClosesOnlyThatConnection) {
   int fd = RawConnect();
   const char junk[64] = "GET / HTTP/1.1\r\n\r\n";
   ASSERT_EQ(::write(fd, junk, sizeof(junk)), static_cast<ssize_t>(sizeof(junk)));
-  EXPECT_TRUE(ClosedByPeer(fd));
+  EXPECT_TRUE(PeerClosed(fd));
   ::close(fd);
   ExpectStillServing();
 }
@@ -120,7 +109,7 @@ TEST_F(ServerTest, OversizedFrameIsRefused) {
   uint8_t buf[kFrameHeaderBytes];
   EncodeFrameHeader(h, buf);
   ASSERT_EQ(::write(fd, buf, sizeof(buf)), static_cast<ssize_t>(sizeof(buf)));
-  EXPECT_TRUE(ClosedByPeer(fd));
+  EXPECT_TRUE(PeerClosed(fd));
   ::close(fd);
   ExpectStillServing();
 }
@@ -133,7 +122,7 @@ TEST_F(ServerTest, TruncatedFrameTimesOut) {
   uint8_t buf[kFrameHeaderBytes];
   EncodeFrameHeader(h, buf);
   ASSERT_EQ(::write(fd, buf, sizeof(buf)), static_cast<ssize_t>(sizeof(buf)));
-  EXPECT_TRUE(ClosedByPeer(fd));  // frame_timeout is 300 ms
+  EXPECT_TRUE(PeerClosed(fd));  // frame_timeout is 300 ms
   ::close(fd);
   ExpectStillServing();
 }
@@ -145,7 +134,7 @@ TEST_F(ServerTest, RequestBeforeHelloIsRefused) {
   uint8_t buf[kFrameHeaderBytes];
   EncodeFrameHeader(h, buf);
   ASSERT_EQ(::write(fd, buf, sizeof(buf)), static_cast<ssize_t>(sizeof(buf)));
-  EXPECT_TRUE(ClosedByPeer(fd));
+  EXPECT_TRUE(PeerClosed(fd));
   ::close(fd);
 }
 
