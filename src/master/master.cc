@@ -37,9 +37,8 @@ rpc::ServerOptions ServerOptionsOf(const MasterOptions& o) {
 Master::Master(const MasterOptions& options)
     : options_(options),
       core_(options),
-      service_(&core_),
-      granting_(&service_, GrantIssuer::For(options)),
-      server_(std::make_unique<rpc::Server>(ServerOptionsOf(options), &granting_)),
+      service_(&core_, &Clock::now, GrantIssuer::For(options)),
+      server_(std::make_unique<rpc::Server>(ServerOptionsOf(options), &service_)),
       routes_(&core_, &service_.metrics(), UnixNow()) {
   if (options.enable_http_admin) {
     HttpHandlers handlers;

@@ -11,7 +11,6 @@
 #include "common/http_server.h"
 #include "kvpool/status.h"
 #include "master/admin_routes.h"
-#include "master/granting_service.h"
 #include "master/master_core.h"
 #include "master/master_options.h"
 #include "master/master_service.h"
@@ -52,7 +51,6 @@ class Master {
   const MasterOptions options_;
   MasterCore core_;
   MasterService service_;
-  GrantingService granting_;  // service_ + data-plane grants for tenants; what the server runs
   std::unique_ptr<rpc::Server> server_;
   AdminRoutes routes_;
   std::unique_ptr<HttpServer> http_;  // null unless enable_http_admin

@@ -114,14 +114,20 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
       return Serve<rpc::DrainSegment>("drain segment", meta, mc,
                                       [&](const auto& r) { return c.DrainSegment(r, now); });
     case rpc::PUT_START:
-      return ServeKeys<rpc::PutStart>("put start", meta, mc, caller,
-                                      [&](const auto& r) { return c.PutStart(r, now); });
+      return ServeKeys<rpc::PutStart>("put start", meta, mc, caller, [&](const auto& r) {
+        auto reply = c.PutStart(r, now);
+        if (reply.ok() && !caller.privileged) grants_.Attach(*reply, rpc::UnixMillisNow());
+        return reply;
+      });
     case rpc::PUT_END:
       return ServeKeys<rpc::PutEnd>("put end", meta, mc, caller,
                                     [&](const auto& r) { return c.PutEnd(r, now); });
     case rpc::GET_REPLICA_LIST:
-      return ServeKeys<rpc::KeysRequest>("get replica list", meta, mc, caller,
-                                         [&](const auto& r) { return c.GetReplicaList(r, now); });
+      return ServeKeys<rpc::KeysRequest>("get replica list", meta, mc, caller, [&](const auto& r) {
+        rpc::GetReplicaListReply reply = c.GetReplicaList(r, now);
+        if (!caller.privileged && !r.no_lease()) grants_.Attach(reply, rpc::UnixMillisNow());
+        return reply;
+      });
     case rpc::EXISTS:
       return ServeKeys<rpc::KeysRequest>("exists", meta, mc, caller,
                                          [&](const auto& r) { return c.Exists(r, now); });

@@ -8,12 +8,18 @@
 //
 // Every call is counted in metrics() (requests, keys, per-key outcomes, latency, errors).
 //
+// Data-plane grants (rpc/grant.h): for a non-privileged (tenant) caller the replicas of a
+// PUT_START reply carry WRITE grants and those of a leased GET_REPLICA_LIST reply READ grants,
+// signed into the reply before it is encoded; privileged callers get none (no cost). A lookup
+// without a lease gets none either: nothing keeps its ranges from being reused.
+//
 // Threading: thread-safe (the core is); runs on the server's I/O threads and never waits on I/O
 // (a long-polling ping waits on a timer, not a thread).
 #pragma once
 
 #include <functional>
 
+#include "master/grant_issuer.h"
 #include "master/master_core.h"
 #include "master/master_metrics.h"
 #include "master/tenant_scope.h"
@@ -25,8 +31,9 @@ class MasterService : public rpc::Service {
  public:
   using ClockFn = std::function<Clock::time_point()>;
   // `core` must outlive the service. `clock` supplies `now` for every call (tests may fake it).
-  explicit MasterService(MasterCore* core, ClockFn clock = &Clock::now)
-      : core_(core), clock_(std::move(clock)) {}
+  // `grants` signs tenants' grants (the default issues none: a pool without a secret).
+  explicit MasterService(MasterCore* core, ClockFn clock = &Clock::now, GrantIssuer grants = {})
+      : core_(core), clock_(std::move(clock)), grants_(std::move(grants)) {}
 
   // As a privileged default-tenant caller (tests, in-process use).
   asio::awaitable<rpc::Reply> Handle(const rpc::FrameHeader& header, std::string_view meta,
@@ -57,6 +64,7 @@ class MasterService : public rpc::Service {
 
   MasterCore* const core_;
   const ClockFn clock_;
+  const GrantIssuer grants_;
   MasterMetrics metrics_;
 };
 

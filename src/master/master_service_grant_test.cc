@@ -1,16 +1,16 @@
 // The master hands grants to tenant connections only: WRITE grants with PUT_START locations,
 // READ grants with a leased GET_REPLICA_LIST, each checkable by a segment host with the pool
 // secret; privileged connections' replies are untouched.
-#include "master/granting_service.h"
-
 #include <gtest/gtest.h>
+
+#include "master/master_service.h"
 
 namespace kvpool::master {
 namespace {
 
 constexpr const char* kSecret = "pool secret";
 
-class GrantingServiceTest : public ::testing::Test {
+class MasterServiceGrantTest : public ::testing::Test {
  protected:
   static MasterOptions Options() {
     MasterOptions o;
@@ -40,7 +40,7 @@ class GrantingServiceTest : public ::testing::Test {
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
-          reply = co_await granting_.HandleFrom(context, h, meta, payload);
+          reply = co_await service_.HandleFrom(context, h, meta, payload);
         },
         asio::detached);
     io.run();
@@ -91,11 +91,10 @@ class GrantingServiceTest : public ::testing::Test {
 
   MasterOptions options_ = Options();
   MasterCore core_{options_};
-  MasterService service_{&core_};
-  GrantingService granting_{&service_, GrantIssuer::For(options_)};
+  MasterService service_{&core_, &Clock::now, GrantIssuer::For(options_)};
 };
 
-TEST_F(GrantingServiceTest, TenantPutStartCarriesWriteGrants) {
+TEST_F(MasterServiceGrantTest, TenantPutStartCarriesWriteGrants) {
   const uint64_t before = rpc::UnixMillisNow();
   rpc::PutStartReply reply = PutStart("k", /*privileged=*/false);
   ASSERT_EQ(reply.results_size(), 1);
@@ -108,7 +107,7 @@ TEST_F(GrantingServiceTest, TenantPutStartCarriesWriteGrants) {
   EXPECT_EQ(HostCheck(r, rpc::GrantMode::kRead).code(), ErrorCode::ILLEGAL_CLIENT);
 }
 
-TEST_F(GrantingServiceTest, TenantLeasedReadCarriesReadGrants) {
+TEST_F(MasterServiceGrantTest, TenantLeasedReadCarriesReadGrants) {
   PutStart("k", false);  // the tenant's own object (tenants see only their own keys)
   Commit("k", false);
   rpc::GetReplicaListReply reply = Locate("k", /*privileged=*/false);
@@ -125,7 +124,7 @@ TEST_F(GrantingServiceTest, TenantLeasedReadCarriesReadGrants) {
   EXPECT_FALSE(meta.objects(0).replicas(0).has_grant());
 }
 
-TEST_F(GrantingServiceTest, PrivilegedCallersGetNoGrants) {
+TEST_F(MasterServiceGrantTest, PrivilegedCallersGetNoGrants) {
   rpc::PutStartReply put = PutStart("k", /*privileged=*/true);
   ASSERT_EQ(put.results(0).replicas_size(), 1);
   EXPECT_FALSE(put.results(0).replicas(0).has_grant());
@@ -135,7 +134,7 @@ TEST_F(GrantingServiceTest, PrivilegedCallersGetNoGrants) {
   EXPECT_FALSE(got.objects(0).replicas(0).has_grant());
 }
 
-TEST_F(GrantingServiceTest, ErrorRepliesAndOtherMethodsAreUntouched) {
+TEST_F(MasterServiceGrantTest, ErrorRepliesAndOtherMethodsAreUntouched) {
   rpc::PutStart no_client;  // INVALID_PARAMS: no client id
   rpc::Reply r = Call(rpc::PUT_START, no_client, false);
   EXPECT_EQ(r.code, ErrorCode::INVALID_PARAMS);
