@@ -8,13 +8,13 @@
 namespace kvpool::master {
 namespace {
 
-constexpr const char* kSecret = "pool secret";
+constexpr const char* kGrantSecret = "pool secret";
 
 class MasterServiceGrantTest : public ::testing::Test {
  protected:
   static MasterOptions Options() {
     MasterOptions o;
-    o.security.auth_secret = kSecret;
+    o.security.auth_secret = kGrantSecret;
     return o;
   }
   void SetUp() override {
@@ -86,7 +86,8 @@ class MasterServiceGrantTest : public ::testing::Test {
     range.set_offset(replica.offset());
     range.set_length(replica.length());
     if (replica.has_grant()) *range.mutable_grant() = replica.grant();
-    return rpc::GrantKey(kSecret).Check(replica.segment_name(), range, mode, rpc::UnixMillisNow());
+    return rpc::GrantKey(kGrantSecret)
+        .Check(replica.segment_name(), range, mode, rpc::UnixMillisNow());
   }
 
   MasterOptions options_ = Options();

@@ -25,11 +25,6 @@ Deadline LimitOf(uint64_t deadline_ns) {
   return std::min(d, now + std::chrono::hours(1));
 }
 
-template <typename Msg>
-bool Parse(const std::string& meta, Msg* msg) {
-  return msg->ParseFromArray(meta.data(), static_cast<int>(meta.size()));
-}
-
 // Objects of a request that passed translation, as the store's batch arguments.
 struct Translated {
   std::vector<std::string> keys;
@@ -131,7 +126,7 @@ LocalReply AttachService::Dispatch(LocalConnection& conn, uint16_t method,
   switch (method) {
     case rpc::LOCAL_PUT: {
       rpc::LocalPut req;
-      if (!Parse(meta, &req)) {
+      if (!ParseAttachMeta(meta, &req)) {
         LocalReply r = LocalReply::Error(Status(ErrorCode::INVALID_PARAMS, "unparsable LocalPut"));
         r.close = true;
         return r;
@@ -140,7 +135,7 @@ LocalReply AttachService::Dispatch(LocalConnection& conn, uint16_t method,
     }
     case rpc::LOCAL_GET: {
       rpc::LocalGet req;
-      if (!Parse(meta, &req)) {
+      if (!ParseAttachMeta(meta, &req)) {
         LocalReply r = LocalReply::Error(Status(ErrorCode::INVALID_PARAMS, "unparsable LocalGet"));
         r.close = true;
         return r;
@@ -287,7 +282,7 @@ LocalReply AttachService::Query(uint16_t method, const std::string& meta) {
   }
   if (method == rpc::LOCAL_REMOVE_ALL) {
     rpc::RemoveAll req;
-    if (!Parse(meta, &req))
+    if (!ParseAttachMeta(meta, &req))
       return LocalReply::Error(Status(ErrorCode::INVALID_PARAMS, "unparsable"));
     auto n = store_->RemoveAll(req.force());
     if (!n.ok()) return LocalReply::Error(n.status());
@@ -296,7 +291,8 @@ LocalReply AttachService::Query(uint16_t method, const std::string& meta) {
     return LocalReply::Of(r);
   }
   rpc::KeysRequest req;
-  if (!Parse(meta, &req)) return LocalReply::Error(Status(ErrorCode::INVALID_PARAMS, "unparsable"));
+  if (!ParseAttachMeta(meta, &req))
+    return LocalReply::Error(Status(ErrorCode::INVALID_PARAMS, "unparsable"));
   std::vector<std::string> keys(req.keys().begin(), req.keys().end());
   if (method == rpc::LOCAL_EXISTS_PREFIX) {
     auto n = store_->ExistsPrefix(keys);

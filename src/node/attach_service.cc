@@ -30,11 +30,6 @@ LocalReply Violation(const std::string& message) {
   return r;
 }
 
-template <typename Msg>
-bool Parse(const std::string& meta, Msg* msg) {
-  return msg->ParseFromArray(meta.data(), static_cast<int>(meta.size()));
-}
-
 }  // namespace
 
 AttachService::AttachService(client::ClientImpl* store, AttachServiceOptions options)
@@ -54,11 +49,11 @@ LocalReply AttachService::Handle(LocalConnection& conn, rpc::UnixFrame& frame) {
     }
     if (method == rpc::ATTACH) {
       rpc::Attach req;
-      if (!Parse(frame.meta, &req)) return Violation("unparsable Attach");
+      if (!ParseAttachMeta(frame.meta, &req)) return Violation("unparsable Attach");
       return Attach(conn, req);
     }
     rpc::JoinSession req;
-    if (!Parse(frame.meta, &req)) return Violation("unparsable JoinSession");
+    if (!ParseAttachMeta(frame.meta, &req)) return Violation("unparsable JoinSession");
     return Join(conn, req);
   }
   if (method == rpc::NODE_STATUS) return LocalReply::Of(NodeStatus());
@@ -77,12 +72,12 @@ LocalReply AttachService::Handle(LocalConnection& conn, rpc::UnixFrame& frame) {
     case rpc::REGISTER_REGION: {
       rpc::RegisterRegion req;
       if (frame.fds.size() != 1) return Violation("REGISTER_REGION needs exactly 1 descriptor");
-      if (!Parse(frame.meta, &req)) return Violation("unparsable RegisterRegion");
+      if (!ParseAttachMeta(frame.meta, &req)) return Violation("unparsable RegisterRegion");
       return RegisterRegion(conn, req, frame.fds[0].get());
     }
     case rpc::UNREGISTER_REGION: {
       rpc::UnregisterRegion req;
-      if (!Parse(frame.meta, &req)) return Violation("unparsable UnregisterRegion");
+      if (!ParseAttachMeta(frame.meta, &req)) return Violation("unparsable UnregisterRegion");
       return UnregisterRegion(conn, req);
     }
     case rpc::LOCAL_HEARTBEAT: {

@@ -22,6 +22,12 @@
 
 namespace kvpool::node {
 
+// Parses a request's protobuf metadata into `msg`; false when it is not a valid Msg.
+template <typename Msg>
+bool ParseAttachMeta(const std::string& meta, Msg* msg) {
+  return msg->ParseFromArray(meta.data(), static_cast<int>(meta.size()));
+}
+
 struct AttachServiceOptions {
   Clock::duration client_ttl = std::chrono::seconds(10);  // silence before a session is dropped
   int copy_threads = 0;  // workers that split large batches (0: none, the caller's thread only)

@@ -20,6 +20,8 @@ namespace kvpool::testing {
 
 class SecuredPoolTest : public ::testing::Test {
  protected:
+  static constexpr size_t kPage = 64 << 10;  // the object size the tenant tests use
+
   void SetUp() override {
     char tmpl[] = "/tmp/kvpool_secured_XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl), nullptr);

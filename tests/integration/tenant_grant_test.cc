@@ -18,8 +18,6 @@ namespace {
 
 using std::chrono::seconds;
 
-constexpr size_t kPage = 64 << 10;
-
 Deadline Soon() { return DeadlineAfter(seconds(30)); }
 
 class TenantGrantTest : public SecuredPoolTest {

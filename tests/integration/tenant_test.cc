@@ -14,8 +14,6 @@
 namespace kvpool::testing {
 namespace {
 
-constexpr size_t kPage = 64 << 10;
-
 class TenantTest : public SecuredPoolTest {
  protected:
   // A client of `tenant` that holds only the tenant key in `key_file`.

@@ -13,10 +13,6 @@
 namespace kvpool::tools::bench {
 namespace {
 
-int64_t NanosSince(BenchClock::time_point t0) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(BenchClock::now() - t0).count();
-}
-
 // The payload identity of a worker's key number `n`.
 uint64_t KeyId(int thread, uint64_t n) { return (static_cast<uint64_t>(thread) << 40) | n; }
 

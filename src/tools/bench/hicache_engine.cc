@@ -6,13 +6,6 @@
 #include "tools/bench/stats.h"
 
 namespace kvpool::tools::bench {
-namespace {
-
-int64_t NanosSince(BenchClock::time_point t0) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(BenchClock::now() - t0).count();
-}
-
-}  // namespace
 
 Engine::Engine(int index, const HicacheContext& ctx, ConversationTable& table,
                const PagePattern& pattern, HicacheCounters& counters)

@@ -59,10 +59,6 @@ Result<RedisReplyPtr> NextReply(redisContext* c, const std::string& what) {
   return reply;
 }
 
-int64_t NanosSince(BenchClock::time_point t0) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(BenchClock::now() - t0).count();
-}
-
 uint64_t KeyId(int thread, uint64_t n) { return (static_cast<uint64_t>(thread) << 40) | n; }
 
 // One thread of a Redis row: `put` stores `batch` fresh keys per call as a pipeline of SETs;

@@ -13,6 +13,10 @@ inline double SecondsSince(BenchClock::time_point t) {
   return std::chrono::duration<double>(BenchClock::now() - t).count();
 }
 
+inline int64_t NanosSince(BenchClock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(BenchClock::now() - t0).count();
+}
+
 // CPU seconds used by the calling thread (CLOCK_THREAD_CPUTIME_ID).
 double ThreadCpuSeconds();
 // CPU seconds (user + system) used by this process, plus its children already reaped
