@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Installs every Debian package kvpool needs to build, test and benchmark.
 # libcpp-httplib-dev: the master's HTTP admin/metrics server and `kvpool top`.
-# clang + libclang-rt-dev (libFuzzer runtime): tests/fuzz/run.sh.
 # The one place dependencies are listed; README's commands call it.
 set -euo pipefail
 PKGS=(
@@ -12,6 +11,7 @@ PKGS=(
   libcpp-httplib-dev  # the master's HTTP admin server and `kvpool top` (top-level CMakeLists)
   libhiredis-dev redis-server  # `kvpool bench --peers redis`: the Redis comparison
   libssl-dev openssl  # authentication (HMAC) and TLS; the openssl command makes test certificates
+  clang libclang-rt-14-dev  # the sanitizer test build and the fuzzers (libFuzzer's runtime)
   # The Python module (/usr/bin/python3) and its tests.
   python3-dev pybind11-dev python3-pybind11 python3-pytest python3-numpy
 )

@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVPOOL_BUILD_BENCH=OFF >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVPOOL_BUILD_BENCH=OFF \
+  -DCMAKE_UNITY_BUILD=ON >/dev/null
 ninja -C build -j"$(nproc)" kvpool
 exec build/src/tools/kvpool bench --workload hicache "$@"

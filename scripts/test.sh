@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Runs every test: installs build dependencies (Debian packages), builds kvpool twice (optimized,
-# and with AddressSanitizer + UndefinedBehaviorSanitizer) and runs the whole CTest suite on each,
-# plus the Python tests (pytest with /usr/bin/python3) against the optimized build, then builds
-# the libFuzzer targets with clang and fuzzes each for FUZZ_SECONDS (default 15).
-# Usage: scripts/test.sh            (from anywhere; build trees go to ./build, ./build-asan and
-#                                    ./build-fuzz)
+# Runs every test: installs build dependencies (Debian packages), then
+#   1. an optimized build (gcc, build/): the whole CTest suite, then the Python tests (pytest with
+#      /usr/bin/python3), with torch and again as on a machine without it;
+#   2. a sanitizer build (clang, build-sanitize/: AddressSanitizer + UndefinedBehaviorSanitizer,
+#      with libFuzzer's coverage): the whole CTest suite again, then each fuzz target for
+#      FUZZ_SECONDS (default 15) from its seed corpus (tests/fuzz/run.sh).
+# Both builds are unity builds with line-table debug info only: the suite is compiled from
+# scratch on every CI run, and this halves that time on two cores (docs/testing.md).
+# Usage: scripts/test.sh            (from anywhere)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -14,12 +17,13 @@ run_suite() {  # NAME BUILD_DIR CMAKE_ARGS...
   local name=$1 dir=$2
   shift 2
   echo "=== kvpool tests: ${name} build (${dir}) ==="
-  cmake -S . -B "${dir}" -G Ninja -DKVPOOL_BUILD_BENCH=OFF "$@" >/dev/null
+  cmake -S . -B "${dir}" -G Ninja -DKVPOOL_BUILD_BENCH=OFF -DCMAKE_UNITY_BUILD=ON "$@" >/dev/null
   ninja -C "${dir}" -j"${jobs}"
   ctest --test-dir "${dir}" -j"${jobs}" --output-on-failure --timeout 600
 }
 
-run_suite optimized build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVPOOL_BUILD_PYTHON=ON
+run_suite optimized build -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DKVPOOL_BUILD_PYTHON=ON
 
 # Python: the module and package in build/python, real kvpool processes from build/src/tools.
 run_pytest() {  # NAME [ENV=VALUE...]
@@ -40,12 +44,13 @@ run_pytest "torch tensors"
 # Again as on a machine without torch: the SGLang backend must work with numpy arrays alone.
 run_pytest "numpy only" KVPOOL_TEST_HIDE_TORCH=1
 
-# Sanitizer run: leaks and undefined behaviour fail the run.
+# Sanitizer run: leaks and undefined behaviour fail the run. The Python module is not built
+# here: an ASan extension cannot load into /usr/bin/python3.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-# The Python module is not built here: an ASan extension cannot load into /usr/bin/python3.
-run_suite "ASan+UBSan" build-asan -DCMAKE_BUILD_TYPE=Debug -DKVPOOL_SANITIZE=ON \
+CC=clang CXX=clang++ run_suite "ASan+UBSan (clang, with the fuzz targets)" build-sanitize \
+  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DKVPOOL_SANITIZE=ON -DKVPOOL_FUZZ=ON \
   -DKVPOOL_BUILD_PYTHON=OFF
-# Fuzzing: every libFuzzer target from its seed corpus; a crash fails the run (tests/fuzz/run.sh).
-FUZZ_SECONDS=${FUZZ_SECONDS:-15} FUZZ_JOBS=${jobs} tests/fuzz/run.sh
+# Fuzzing, in the same tree: a crash, leak or timeout fails the run (tests/fuzz/run.sh).
+FUZZ_SECONDS=${FUZZ_SECONDS:-15} FUZZ_JOBS=${jobs} FUZZ_BUILD_DIR=build-sanitize tests/fuzz/run.sh
 echo "=== kvpool tests: all suites passed ==="
