@@ -72,9 +72,10 @@ std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
       }
     }
   }
+  std::vector<uint64_t> checksums(keys.size(), 0);  // hashed by the threads that copy
   plan.Run(/*write=*/true,
            [this](const std::string& s) -> transfer::Transport& { return TransportFor(s); },
-           TransferDeadline(limit), results);
+           TransferDeadline(limit), results, &checksums);
 
   std::vector<std::string> commit_keys, revoke_keys;
   std::vector<uint64_t> commit_checksums;  // recorded by the master, checked by readers
@@ -82,7 +83,7 @@ std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
   for (size_t i : written) {
     if (results[i].ok()) {
       commit_keys.push_back(keys[i]);
-      commit_checksums.push_back(ChecksumOf(sources[i]));
+      commit_checksums.push_back(checksums[i] != 0 ? checksums[i] : ChecksumOf(sources[i]));
       committed.push_back(i);
     } else {
       revoke_keys.push_back(keys[i]);

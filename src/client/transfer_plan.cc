@@ -53,6 +53,26 @@ std::vector<TransferPart> TransferPlan::Parts() const {
   return parts;
 }
 
+std::vector<std::vector<size_t>> TransferPlan::HashedBy(const std::vector<TransferPart>& parts,
+                                                        size_t objects) {
+  std::vector<std::vector<size_t>> out(parts.size());
+  std::vector<bool> seen(objects, false);
+  for (size_t p = 0; p < parts.size(); ++p) {
+    for (size_t r = parts[p].first; r < parts[p].last; ++r) {
+      const size_t object = parts[p].moves->objects[r];
+      if (seen[object]) continue;
+      seen[object] = true;
+      out[p].push_back(r);
+    }
+  }
+  return out;
+}
+
+std::span<const iovec> TransferPlan::MemoryOf(const SegmentMoves& m, size_t r) {
+  const size_t first = r == 0 ? 0 : m.memory_end[r - 1];
+  return std::span<const iovec>(m.memory.data() + first, m.memory_end[r] - first);
+}
+
 std::vector<iovec> Prefix(const std::vector<iovec>& buffers, uint64_t length) {
   std::vector<iovec> out;
   for (const auto& b : buffers) {

@@ -6,9 +6,11 @@
 #include <sys/uio.h>
 
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "common/checksum.h"
 #include "common/task_pool.h"
 #include "rpc/endpoint.h"
 #include "rpc/kvpool.pb.h"
@@ -50,16 +52,26 @@ class TransferPlan {
   // Runs every segment's moves (write: memory -> segments; read: segments -> memory) with
   // `transport_for(segment_name)` (called from several threads at once when the plan has
   // workers), recording a failed move's status for each of its objects.
+  // `checksums` (writes only; null: none): sized like `per_object`, receives ChecksumOf of
+  // each written object's memory, computed by the thread that moves the object's first
+  // replica just before it moves it, so a batch's hashing is spread over the same threads as
+  // its copies instead of following them on one thread.
   template <typename TransportFor>
   void Run(bool write, TransportFor&& transport_for, Deadline deadline,
-           std::vector<Status>& per_object) {
+           std::vector<Status>& per_object, std::vector<uint64_t>* checksums = nullptr) {
     const std::vector<TransferPart> parts = Parts();
+    const std::vector<std::vector<size_t>> hashed_by = checksums != nullptr
+                                                           ? HashedBy(parts, per_object.size())
+                                                           : std::vector<std::vector<size_t>>{};
     std::vector<Status> part_status(parts.size());
     auto run_part = [&](size_t p) {
       const TransferPart& part = parts[p];
       const SegmentMoves& m = *part.moves;
       const size_t mem_first = part.first == 0 ? 0 : m.memory_end[part.first - 1];
       const size_t mem_last = m.memory_end[part.last - 1];
+      if (!hashed_by.empty()) {
+        for (size_t r : hashed_by[p]) (*checksums)[m.objects[r]] = ChecksumOf(MemoryOf(m, r));
+      }
       transfer::SegmentRanges where{
           part.segment_name, &m.endpoint,
           std::span<const rpc::Range>(m.ranges.data() + part.first, part.last - part.first)};
@@ -88,6 +100,12 @@ class TransferPlan {
  private:
   // Each segment's moves as consecutive parts of about equal bytes.
   std::vector<TransferPart> Parts() const;
+  // For each part, the ranges (indexes into its moves) whose object it hashes: each object's
+  // first range in part order, so every object is hashed once whatever its replica count.
+  static std::vector<std::vector<size_t>> HashedBy(const std::vector<TransferPart>& parts,
+                                                   size_t objects);
+  // The caller's memory of range `r` of `m`.
+  static std::span<const iovec> MemoryOf(const SegmentMoves& m, size_t r);
 
   TaskPool* workers_;
   std::map<std::string, SegmentMoves> segments_;

@@ -104,6 +104,39 @@ TEST(TransferPlanTest, ParallelPartsMoveEveryByteOnceAndReportFailuresPerObject)
   }
 }
 
+// A put's checksums come out of the run: one per written object, whatever its replica count
+// and however its memory is split, equal to hashing the object's bytes on their own.
+TEST(TransferPlanTest, WritesHashEachObjectOnceAsTheyMove) {
+  constexpr size_t kObjects = 24;
+  constexpr uint64_t kObj = 1 << 20;
+  std::vector<uint8_t> src(kObjects * kObj);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 13 + i / 8191);
+  for (int threads : {0, 2}) {
+    TaskPool workers(threads);
+    MemoryTransport a(kObjects * kObj), b(kObjects * kObj);
+    TransferPlan put(&workers);
+    for (size_t i = 0; i < kObjects; ++i) {
+      uint8_t* p = src.data() + i * kObj;
+      std::vector<iovec> memory{{p, 4096}, {p + 4096, kObj - 4096}};
+      ASSERT_TRUE(put.Add(i, ReplicaAt("a", i * kObj, kObj), memory).ok());
+      if (i % 2 == 0) ASSERT_TRUE(put.Add(i, ReplicaAt("b", i * kObj, kObj), memory).ok());
+    }
+    std::vector<Status> status(kObjects + 1);  // one more object in the batch, not written
+    std::vector<uint64_t> checksums(kObjects + 1, 0);
+    put.Run(
+        true,
+        [&](const std::string& s) -> transfer::Transport& {
+          return s == "a" ? static_cast<transfer::Transport&>(a) : b;
+        },
+        Deadline::max(), status, &checksums);
+    for (size_t i = 0; i < kObjects; ++i) {
+      ASSERT_TRUE(status[i].ok()) << i;
+      EXPECT_EQ(checksums[i], ChecksumOf(src.data() + i * kObj, kObj)) << i;
+    }
+    EXPECT_EQ(checksums[kObjects], 0u);
+  }
+}
+
 // A tenant's replicas carry grants; each range sent to the segment host carries its replica's.
 TEST(TransferPlanTest, RangesCarryTheirReplicasGrants) {
   std::vector<rpc::Range> sent;
