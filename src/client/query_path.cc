@@ -8,18 +8,21 @@
 namespace kvpool::client {
 namespace {
 
-// Validates keys; returns the valid ones and records their batch indexes in `sent`.
-std::vector<std::string> ValidKeys(const std::vector<std::string>& keys,
-                                   std::vector<Status>& status, std::vector<size_t>& sent) {
-  std::vector<std::string> valid;
+// Validates keys into `status` and records the valid ones' batch indexes in `sent`. Returns the
+// keys to send: `keys` itself when all are valid (no copy), else `*copy` filled with the valid
+// ones.
+const std::vector<std::string>& ValidKeys(const std::vector<std::string>& keys,
+                                          std::vector<Status>& status, std::vector<size_t>& sent,
+                                          std::vector<std::string>* copy) {
   status.assign(keys.size(), Status::Ok());
+  sent.reserve(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
     status[i] = ValidateKey(keys[i]);
-    if (!status[i].ok()) continue;
-    valid.push_back(keys[i]);
-    sent.push_back(i);
+    if (status[i].ok()) sent.push_back(i);
   }
-  return valid;
+  if (sent.size() == keys.size()) return keys;
+  for (size_t i : sent) copy->push_back(keys[i]);
+  return *copy;
 }
 
 // Spreads a CodesReply over the batch: codes <= 0 become statuses (0 = OK), 1 stays OK.
@@ -55,7 +58,8 @@ std::vector<Result<bool>> ClientImpl::BatchIsExist(const std::vector<std::string
   std::vector<size_t> sent;
   std::vector<int32_t> raw(keys.size(), 0);
   if (Status st = CheckOpen(); !st.ok()) return std::vector<Result<bool>>(keys.size(), st);
-  auto valid = ValidKeys(keys, status, sent);
+  std::vector<std::string> copy;
+  const auto& valid = ValidKeys(keys, status, sent, &copy);
   if (!sent.empty()) SpreadCodes(master_->Exists(valid, RpcDeadline()), sent, status, &raw);
   std::vector<Result<bool>> out;
   out.reserve(keys.size());
@@ -94,7 +98,8 @@ std::vector<Status> ClientImpl::BatchRemove(const std::vector<std::string>& keys
   std::vector<Status> status;
   std::vector<size_t> sent;
   if (Status st = CheckOpen(); !st.ok()) return std::vector<Status>(keys.size(), st);
-  auto valid = ValidKeys(keys, status, sent);
+  std::vector<std::string> copy;
+  const auto& valid = ValidKeys(keys, status, sent, &copy);
   if (!sent.empty())
     SpreadCodes(master_->Remove(valid, force, RpcDeadline()), sent, status, nullptr);
   return status;

@@ -2,7 +2,10 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "kvpool/status.h"
 
@@ -15,5 +18,13 @@ inline constexpr size_t kMaxKeyBytes = 4096;
 // OK for a key of 1..kMaxKeyBytes bytes (any bytes: keys are opaque). Otherwise INVALID_KEY
 // saying which limit was broken (the key itself is shown, truncated, for context).
 Status ValidateKey(std::string_view key);
+
+// Packed key lists: a batch's keys in one buffer (EXISTS requests), so the batch costs one
+// allocation on each end of the wire instead of one per key. Each key is its length as a
+// LEB128 varint, then its bytes.
+std::string PackKeys(std::span<const std::string> keys);
+// The keys of `packed`, as views into it (valid while `packed` is). INVALID_PARAMS when a
+// length is malformed or runs past the end. Thread-safe (pure).
+Result<std::vector<std::string_view>> UnpackKeys(std::string_view packed);
 
 }  // namespace kvpool

@@ -1,5 +1,7 @@
 #include "master/master_client.h"
 
+#include "common/keys.h"
+
 namespace kvpool::master {
 
 MasterClient::MasterClient(rpc::Endpoint master, std::string client_id,
@@ -118,7 +120,10 @@ Result<rpc::GetReplicaListReply> MasterClient::GetReplicaList(std::span<const st
 }
 
 Result<rpc::CodesReply> MasterClient::Exists(std::span<const std::string> keys, Deadline deadline) {
-  return CallFor<rpc::CodesReply>(rpc::EXISTS, KeysOf(keys), deadline);
+  rpc::KeysRequest req;
+  req.set_client_id(client_id_);
+  req.set_packed_keys(PackKeys(keys));
+  return CallFor<rpc::CodesReply>(rpc::EXISTS, req, deadline);
 }
 
 Result<uint32_t> MasterClient::ExistsPrefix(std::span<const std::string> keys, Deadline deadline) {

@@ -450,12 +450,17 @@ rpc::GetReplicaListReply MasterCore::GetReplicaList(const rpc::KeysRequest& req,
   return reply;
 }
 
-rpc::CodesReply MasterCore::Exists(const rpc::KeysRequest& req, TimePoint) {
+rpc::CodesReply MasterCore::Exists(const rpc::KeysRequest& req, TimePoint now) {
+  std::vector<std::string_view> keys(req.keys().begin(), req.keys().end());
+  return Exists(keys, now);
+}
+
+rpc::CodesReply MasterCore::Exists(std::span<const std::string_view> keys, TimePoint) {
   rpc::CodesReply reply;
-  reply.mutable_codes()->Reserve(req.keys_size());
+  reply.mutable_codes()->Reserve(static_cast<int>(keys.size()));
   // Messages only once a key is invalid (then one per key, as the reply promises): an empty
   // string per key would cost an allocation each here and in the client's parse.
-  for (const std::string& key : req.keys()) {
+  for (std::string_view key : keys) {
     Status st = ValidateKey(key);
     if (!st.ok()) {
       while (reply.messages_size() < reply.codes_size()) reply.add_messages();

@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -136,6 +137,7 @@ class MasterCore {
   // just unmounted); INVALID_KEY.
   rpc::GetReplicaListReply GetReplicaList(const rpc::KeysRequest& req, TimePoint now);
   // Per key: 1 complete, 0 absent or pending, INVALID_KEY.
+  rpc::CodesReply Exists(std::span<const std::string_view> keys, TimePoint now);
   rpc::CodesReply Exists(const rpc::KeysRequest& req, TimePoint now);
   // Number of leading keys that are complete (stops at the first miss or invalid key).
   rpc::ExistsPrefixReply ExistsPrefix(const rpc::KeysRequest& req, TimePoint now);

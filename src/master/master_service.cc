@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "common/keys.h"
 #include "master/tenant_scope.h"
 #include "rpc/kvpool.pb.h"
 
@@ -69,6 +70,17 @@ rpc::Reply Serve(std::string_view name, std::string_view meta, MasterMetrics::Ca
   return ReplyOf(call(req), mc);
 }
 
+// ServeKeys for a parsed request.
+template <typename Req, typename Call>
+rpc::Reply ServeParsedKeys(Req& req, MasterMetrics::Call& mc, Caller caller, Call&& call) {
+  mc.Keys(KeysOf(req));
+  if (!caller.scoped()) return ReplyOf(call(req), mc);
+  KeyScope scope = ScopeRequest(caller, &req);
+  auto result = call(req);
+  Unscope(scope, &result);
+  return ReplyOf(result, mc);
+}
+
 // Serve for a request that names keys: they are moved into the caller's tenant namespace
 // first, and the reply's messages show the caller's keys again (master/tenant_scope.h).
 template <typename Req, typename Call>
@@ -76,12 +88,27 @@ rpc::Reply ServeKeys(std::string_view name, std::string_view meta, MasterMetrics
                      Caller caller, Call&& call) {
   Req req;
   if (!Parse(meta, &req)) return Unparsable(name, mc);
-  mc.Keys(KeysOf(req));
-  if (!caller.scoped()) return ReplyOf(call(req), mc);
-  KeyScope scope = ScopeRequest(caller, &req);
-  auto result = call(req);
-  Unscope(scope, &result);
-  return ReplyOf(result, mc);
+  return ServeParsedKeys(req, mc, caller, std::forward<Call>(call));
+}
+
+// EXISTS, whose keys usually come packed (KeysRequest.packed_keys): looked up as views into the
+// request for a caller whose keys pass unchanged; unpacked into `keys` for a scoped caller,
+// whose keys are rewritten anyway.
+rpc::Reply ServeExists(std::string_view meta, MasterMetrics::Call& mc, Caller caller,
+                       MasterCore& core, MasterCore::TimePoint now) {
+  rpc::KeysRequest req;
+  if (!Parse(meta, &req)) return Unparsable("exists", mc);
+  auto call = [&](const rpc::KeysRequest& r) { return core.Exists(r, now); };
+  if (req.packed_keys().empty()) return ServeParsedKeys(req, mc, caller, call);
+  auto keys = UnpackKeys(req.packed_keys());
+  if (!keys.ok()) return ReplyOf(keys.status(), mc);
+  if (!caller.scoped()) {
+    mc.Keys(keys->size());
+    return ReplyOf(core.Exists(*keys, now), mc);
+  }
+  for (std::string_view k : *keys) req.add_keys(k.data(), k.size());
+  req.clear_packed_keys();
+  return ServeParsedKeys(req, mc, caller, call);
 }
 
 }  // namespace
@@ -129,8 +156,7 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
         return reply;
       });
     case rpc::EXISTS:
-      return ServeKeys<rpc::KeysRequest>("exists", meta, mc, caller,
-                                         [&](const auto& r) { return c.Exists(r, now); });
+      return ServeExists(meta, mc, caller, c, now);
     case rpc::EXISTS_PREFIX:
       return ServeKeys<rpc::KeysRequest>("exists prefix", meta, mc, caller,
                                          [&](const auto& r) { return c.ExistsPrefix(r, now); });
