@@ -1,9 +1,11 @@
 // The parsers of operator-typed values: ParseSize ("4GB", "1.5 MiB"), ParseEndpoint
-// ("host:port", "[::1]:50051") and ValidateKey. The first byte picks the parser, the rest is
-// the text. Checked beyond "no crash": a parsed size prints and parses back to itself when it
-// is a whole number of the unit FormatSize picks, and a parsed endpoint round-trips.
+// ("host:port", "[::1]:50051"), ValidateKey and UnpackKeys (EXISTS requests' packed keys). The
+// first byte picks the parser, the rest is the text. Checked beyond "no crash": a parsed size
+// prints and parses back to itself when it is a whole number of the unit FormatSize picks, a parsed
+// endpoint round-trips, and unpacked keys pack back to the same bytes.
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "common/keys.h"
 #include "common/units.h"
@@ -49,11 +51,28 @@ void Key(std::string_view key) {
   if (!st.ok() && st.code() != ErrorCode::INVALID_KEY) std::abort();
 }
 
+void Packed(std::string_view packed) {
+  auto keys = UnpackKeys(packed);
+  if (!keys.ok()) {
+    if (keys.code() != ErrorCode::INVALID_PARAMS) std::abort();
+    return;
+  }
+  const std::vector<std::string> copies(keys->begin(), keys->end());
+  // Non-minimal varints (0x80 0x00 for 0) unpack too; a re-pack is never longer.
+  const std::string repacked = PackKeys(copies);  // the views below point into it
+  if (repacked.size() > packed.size()) std::abort();
+  auto again = UnpackKeys(repacked);
+  if (!again.ok() || again->size() != keys->size()) std::abort();
+  for (size_t i = 0; i < keys->size(); ++i) {
+    if ((*again)[i] != (*keys)[i]) std::abort();
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::FuzzInput in(data, size);
-  switch (in.U8() % 3) {
+  switch (in.U8() % 4) {
     case 0:
       Size(in.Rest());
       break;
@@ -62,8 +81,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       Endpoint(in.Rest(), default_port);
       break;
     }
-    default:
+    case 2:
       Key(in.Rest());
+      break;
+    default:
+      Packed(in.Rest());
   }
   return 0;
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/keys.h"
 #include "rpc/kvpool.pb.h"
 
 using namespace kvpool;
@@ -57,6 +58,8 @@ void ParserSeeds() {
   }
   Write("parsers", "endpoint_default_port", std::string("\x01\x80", 2) + "10.0.0.1");
   Write("parsers", "key", std::string("\x02") + "model/layer-3/page-000042");
+  const std::vector<std::string> keys = {"model/layer-3/page-000042", std::string(200, 'k'), "x"};
+  Write("parsers", "packed_keys", std::string("\x03") + PackKeys(keys));
 }
 
 // ---- master_service: records [op][clock step x 50 ms][len u16][bytes] ----
