@@ -415,8 +415,9 @@ rpc::GetReplicaListReply MasterCore::GetReplicaList(const rpc::KeysRequest& req,
       loc->set_message(st.message());
       continue;
     }
-    auto shard = table_.Lock(key);
-    Object* obj = shard->Find(key);
+    const HashedKey hashed(key);
+    auto shard = table_.Lock(hashed);
+    Object* obj = shard->Find(hashed);
     ErrorCode code = ErrorCode::OK;
     if (obj == nullptr) {
       code = ErrorCode::OBJECT_NOT_FOUND;
@@ -467,8 +468,9 @@ rpc::CodesReply MasterCore::Exists(std::span<const std::string_view> keys, TimeP
       AddCode(&reply, st.code(), st.message());
       continue;
     }
-    auto shard = table_.Lock(key);
-    Object* obj = shard->Find(key);
+    const HashedKey hashed(key);
+    auto shard = table_.Lock(hashed);
+    Object* obj = shard->Find(hashed);
     reply.add_codes(obj != nullptr && !obj->pending() ? 1 : 0);
     if (reply.messages_size() > 0) reply.add_messages();
   }

@@ -36,8 +36,10 @@ size_t ObjectIndex::FindSlot(std::string_view key, size_t h) const {
   }
 }
 
-Object* ObjectIndex::Find(std::string_view key) const {
-  size_t i = FindSlot(key, Hash(key));
+Object* ObjectIndex::Find(std::string_view key) const { return Find(key, Hash(key)); }
+
+Object* ObjectIndex::Find(std::string_view key, size_t hash) const {
+  size_t i = FindSlot(key, hash);
   return i == capacity_ ? nullptr : slots_[i];
 }
 

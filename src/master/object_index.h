@@ -34,8 +34,10 @@ class ObjectIndex {
 
   static size_t Hash(std::string_view key);
 
-  // The object with `key`, or nullptr.
+  // The object with `key`, or nullptr. `hash` must be Hash(key) (callers that also pick a
+  // shard by it compute it once).
   Object* Find(std::string_view key) const;
+  Object* Find(std::string_view key, size_t hash) const;
   // Takes ownership of `obj`. REQUIRES: no object with its key is in the index. May throw
   // std::bad_alloc (growing); the index is then unchanged and `obj` is destroyed.
   void Insert(Object* obj);

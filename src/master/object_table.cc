@@ -100,11 +100,11 @@ ObjectTable::ObjectTable() : shards_(new Slot[kShards]) {
   }
 }
 
-size_t ObjectTable::ShardOf(std::string_view key) {
+size_t ObjectTable::ShardOfHash(size_t hash) {
   // High bits of a multiplicative mix: independent of the bucket index inside the shard.
-  uint64_t h = std::hash<std::string_view>()(key) * 0x9E3779B97F4A7C15ull;
+  uint64_t h = static_cast<uint64_t>(hash) * 0x9E3779B97F4A7C15ull;
   return static_cast<size_t>(h >> 58);  // 64 shards
 }
-static_assert(ObjectTable::kShards == 64, "ShardOf takes the top 6 bits");
+static_assert(ObjectTable::kShards == 64, "ShardOfHash takes the top 6 bits");
 
 }  // namespace kvpool::master

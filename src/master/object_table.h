@@ -107,6 +107,14 @@ class Object {
 static_assert(sizeof(Object) == 40, "Object header grew: check the per-object memory budget");
 static_assert(sizeof(ReplicaRef) == 24);
 
+// A key with its hash, computed once for both the shard choice and the shard's index (a batch
+// lookup of 128 keys otherwise hashes each twice).
+struct HashedKey {
+  explicit HashedKey(std::string_view k) : key(k), hash(ObjectIndex::Hash(k)) {}
+  std::string_view key;
+  size_t hash;
+};
+
 class ObjectTable {
  public:
   static constexpr size_t kShards = 64;
@@ -115,6 +123,7 @@ class ObjectTable {
   class Shard {
    public:
     Object* Find(std::string_view key) const;
+    Object* Find(const HashedKey& key) const { return objects_.Find(key.key, key.hash); }
     // Inserts `obj`, returns it. REQUIRES: its key is absent.
     Object* Insert(ObjectPtr obj);
     // Erases and destroys `obj`. REQUIRES: `obj` is in this shard.
@@ -167,9 +176,11 @@ class ObjectTable {
   ObjectTable(const ObjectTable&) = delete;
   ObjectTable& operator=(const ObjectTable&) = delete;
 
-  static size_t ShardOf(std::string_view key);
+  static size_t ShardOf(std::string_view key) { return ShardOfHash(ObjectIndex::Hash(key)); }
+  static size_t ShardOfHash(size_t hash);
   // Locks the shard that holds (or would hold) `key`.
   Locked Lock(std::string_view key) { return LockIndex(ShardOf(key)); }
+  Locked Lock(const HashedKey& key) { return LockIndex(ShardOfHash(key.hash)); }
   Locked LockIndex(size_t i) { return Locked(shards_[i].mu, shards_[i].shard); }
   // Objects in the table (lock-free; exact when no operation is in flight).
   size_t size() const { return total_.load(std::memory_order_relaxed); }
