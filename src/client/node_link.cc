@@ -7,10 +7,10 @@
 namespace kvpool::client {
 namespace {
 
-using Lock = std::unique_lock<std::timed_mutex>;
+using Lock = std::unique_lock<DeadlineMutex>;
 
 // Locks `mu` before `deadline`, or fails with RPC_TIMEOUT.
-Result<Lock> LockBy(std::timed_mutex& mu, Deadline deadline) {
+Result<Lock> LockBy(DeadlineMutex& mu, Deadline deadline) {
   Lock lock(mu, std::defer_lock);
   if (!lock.try_lock_until(deadline)) {
     return Status(ErrorCode::RPC_TIMEOUT,
@@ -172,7 +172,7 @@ int NodeLink::Health() {
 }
 
 std::string NodeLink::segment_name() const {
-  std::lock_guard<std::timed_mutex> lock(mu_);
+  std::lock_guard<DeadlineMutex> lock(mu_);
   return segment_name_;
 }
 
@@ -212,7 +212,7 @@ void NodeLink::Close() {
   hb_cv_.notify_all();
   if (heartbeat_.joinable()) heartbeat_.join();
   {
-    std::lock_guard<std::timed_mutex> lock(mu_);
+    std::lock_guard<DeadlineMutex> lock(mu_);
     closed_ = true;
     up_ = false;
     control_.reset();

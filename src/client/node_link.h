@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "client/region_table.h"
+#include "common/deadline_mutex.h"
 #include "common/time.h"
 #include "kvpool/status.h"
 #include "rpc/unix_connection.h"
@@ -88,7 +89,7 @@ class NodeLink {
 
   // Guards everything below up to data_mu_. Timed: a caller waits for it no longer than its own
   // deadline (a re-attach to a hung node holds it for up to rpc_timeout).
-  mutable std::timed_mutex mu_;
+  mutable DeadlineMutex mu_;
   ConnPtr control_;
   bool up_ = false;
   bool closed_ = false;
