@@ -4,7 +4,9 @@
 #      /usr/bin/python3), with torch and again as on a machine without it;
 #   2. a sanitizer build (clang, build-sanitize/: AddressSanitizer + UndefinedBehaviorSanitizer,
 #      with libFuzzer's coverage): the whole CTest suite again, then each fuzz target for
-#      FUZZ_SECONDS (default 15) from its seed corpus (tests/fuzz/run.sh).
+#      FUZZ_SECONDS (default 15) from its seed corpus (tests/fuzz/run.sh);
+#   3. a ThreadSanitizer build (clang, build-tsan/) of the in-process tests of the concurrent
+#      parts (CTest label "unit" of common, rpc, transfer, master, node, client).
 # Both builds are unity builds with line-table debug info only: the suite is compiled from
 # scratch on every CI run, and this halves that time on two cores (docs/testing.md).
 # Usage: scripts/test.sh            (from anywhere)
@@ -53,4 +55,18 @@ CC=clang CXX=clang++ run_suite "ASan+UBSan (clang, with the fuzz targets)" build
   -DKVPOOL_BUILD_PYTHON=OFF
 # Fuzzing, in the same tree: a crash, leak or timeout fails the run (tests/fuzz/run.sh).
 FUZZ_SECONDS=${FUZZ_SECONDS:-15} FUZZ_JOBS=${jobs} FUZZ_BUILD_DIR=build-sanitize tests/fuzz/run.sh
+
+# ThreadSanitizer: task pools, transfer plans, the RPC server and connection pools, the master's
+# sharded tables, the node's attach service. The integration tests pass under TSan too (how to
+# run them: docs/testing.md); CI keeps to the in-process tests to stay well within its time.
+echo "=== kvpool tests: ThreadSanitizer build (build-tsan), in-process tests ==="
+tsan_targets=(common_test rpc_test transfer_test master_test node_test client_test)
+CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja -DKVPOOL_BUILD_BENCH=OFF \
+  -DCMAKE_UNITY_BUILD=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DKVPOOL_TSAN=ON \
+  -DKVPOOL_BUILD_PYTHON=OFF >/dev/null
+ninja -C build-tsan -j"${jobs}" "${tsan_targets[@]}"
+# halt_on_error: a report fails its test. No ASLR: clang 14's TSan needs its fixed memory layout.
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
+  setarch "$(uname -m)" -R ctest --test-dir build-tsan -L unit -j"${jobs}" --output-on-failure \
+  --timeout 600
 echo "=== kvpool tests: all suites passed ==="
