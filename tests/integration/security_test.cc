@@ -3,7 +3,6 @@
 // raw reads on a node's data port alike); a TLS pool round-trips bytes and, with
 // --tls_verify_client, refuses clients without a certificate.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,6 +13,7 @@
 #include "rpc/connection.h"
 #include "rpc/frame.h"
 #include "rpc/kvpool.pb.h"
+#include "rpc/raw_peer_test_util.h"
 #include "rpc/test_certs.h"
 
 namespace kvpool::testing {
@@ -61,17 +61,8 @@ rpc::TestCerts* SecurityTest::certs_ = nullptr;
 // Sends `method` as the very first frame on a fresh connection to `port` and returns the status
 // of the reply (0 when the peer closed without one).
 int32_t FirstFrameStatus(uint16_t port, uint16_t method, const std::string& meta) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    ::close(fd);
-    return 0;
-  }
-  timeval tv{5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  int fd = rpc::RawLoopbackSocket(port);
+  if (fd < 0) return 0;
   rpc::FrameHeader h;
   h.method = method;
   h.request_id = 9;
