@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "master/master_service.h"
+#include "master/master_test_util.h"
 
 namespace kvpool::master {
 namespace {
@@ -18,12 +19,9 @@ class MasterServiceGrantTest : public ::testing::Test {
     return o;
   }
   void SetUp() override {
-    rpc::MountSegment m;
-    m.set_client_id("node");
-    m.set_segment_name("seg");
-    m.set_endpoint("127.0.0.1:7001");
-    m.set_size(1 << 20);
-    ASSERT_EQ(service_.Dispatch(rpc::MOUNT_SEGMENT, m.SerializeAsString()).code, ErrorCode::OK);
+    ASSERT_EQ(
+        service_.Dispatch(rpc::MOUNT_SEGMENT, testing::TestSegmentMount().SerializeAsString()).code,
+        ErrorCode::OK);
   }
   // The reply to `method` with `req` as the server hands it back to a connection.
   rpc::Reply Call(uint16_t method, const google::protobuf::MessageLite& req, bool privileged) {

@@ -7,6 +7,7 @@
 
 #include "master/master.h"
 #include "master/master_client.h"
+#include "master/master_test_util.h"
 #include "rpc/connection.h"
 
 namespace kvpool::master {
@@ -180,12 +181,9 @@ TEST(MasterServiceDispatchTest, CountsRequestsKeysOutcomesAndErrors) {
   MasterOptions o = TestOptions();
   MasterCore core(o);
   MasterService service(&core);
-  rpc::MountSegment m;
-  m.set_client_id("node");
-  m.set_segment_name("seg");
-  m.set_endpoint("127.0.0.1:7001");
-  m.set_size(1 << 20);
-  ASSERT_EQ(service.Dispatch(rpc::MOUNT_SEGMENT, m.SerializeAsString()).code, ErrorCode::OK);
+  ASSERT_EQ(
+      service.Dispatch(rpc::MOUNT_SEGMENT, testing::TestSegmentMount().SerializeAsString()).code,
+      ErrorCode::OK);
   rpc::PutStart ps;
   ps.set_client_id("c");
   for (const char* k : {"a", "b", ""}) {

@@ -20,6 +20,17 @@ inline Clock::time_point At(double seconds) {
 
 inline ErrorCode Code(int32_t c) { return static_cast<ErrorCode>(c); }
 
+// The MOUNT_SEGMENT request the service-level tests send through MasterService::Dispatch: a
+// 1 MiB segment "seg" that client "node" serves at 127.0.0.1:7001.
+inline rpc::MountSegment TestSegmentMount() {
+  rpc::MountSegment m;
+  m.set_client_id("node");
+  m.set_segment_name("seg");
+  m.set_endpoint("127.0.0.1:7001");
+  m.set_size(1 << 20);
+  return m;
+}
+
 class CoreTest : public ::testing::Test {
  protected:
   static constexpr uint64_t kSeg = 1 << 20;
