@@ -119,7 +119,9 @@ TEST(TransferPlanTest, WritesHashEachObjectOnceAsTheyMove) {
       uint8_t* p = src.data() + i * kObj;
       std::vector<iovec> memory{{p, 4096}, {p + 4096, kObj - 4096}};
       ASSERT_TRUE(put.Add(i, ReplicaAt("a", i * kObj, kObj), memory).ok());
-      if (i % 2 == 0) ASSERT_TRUE(put.Add(i, ReplicaAt("b", i * kObj, kObj), memory).ok());
+      if (i % 2 == 0) {
+        ASSERT_TRUE(put.Add(i, ReplicaAt("b", i * kObj, kObj), memory).ok());
+      }
     }
     std::vector<Status> status(kObjects + 1);  // one more object in the batch, not written
     std::vector<uint64_t> checksums(kObjects + 1, 0);
