@@ -100,6 +100,10 @@ rpc::Reply ServeExists(std::string_view meta, MasterMetrics::Call& mc, Caller ca
   if (!Parse(meta, &req)) return Unparsable("exists", mc);
   auto call = [&](const rpc::KeysRequest& r) { return core.Exists(r, now); };
   if (req.packed_keys().empty()) return ServeParsedKeys(req, mc, caller, call);
+  if (req.keys_size() > 0) {  // which would the reply's codes follow?
+    return ReplyOf(Status(ErrorCode::INVALID_PARAMS, "exists: both keys and packed_keys are set"),
+                   mc);
+  }
   auto keys = UnpackKeys(req.packed_keys());
   if (!keys.ok()) return ReplyOf(keys.status(), mc);
   if (!caller.scoped()) {

@@ -5,6 +5,7 @@
 
 #include <thread>
 
+#include "common/keys.h"
 #include "master/master.h"
 #include "master/master_client.h"
 #include "master/master_test_util.h"
@@ -135,6 +136,38 @@ TEST(MasterServiceDispatchTest, UnparsableRequestIsInvalidParams) {
   }
   EXPECT_EQ(service.Dispatch(999, "").code, ErrorCode::NOT_SUPPORTED);
   EXPECT_EQ(service.Dispatch(rpc::STAT, "").code, ErrorCode::OK);
+}
+
+// EXISTS takes its keys as repeated `keys` or as one `packed_keys` blob, never both; a blob whose
+// lengths run past its end is refused whole.
+TEST(MasterServiceDispatchTest, ExistsTakesPackedOrRepeatedKeys) {
+  MasterOptions o = TestOptions();
+  MasterCore core(o);
+  MasterService service(&core);
+  auto exists = [&](const rpc::KeysRequest& req) {
+    rpc::Reply r = service.Dispatch(rpc::EXISTS, req.SerializeAsString());
+    rpc::CodesReply codes;
+    if (r.code == ErrorCode::OK) {
+      EXPECT_TRUE(codes.ParseFromString(r.meta));
+    }
+    return std::make_pair(r.code, codes);
+  };
+  const std::vector<std::string> keys = {"a", "", "b"};
+  rpc::KeysRequest packed;
+  packed.set_packed_keys(PackKeys(keys));
+  auto [code, reply] = exists(packed);
+  ASSERT_EQ(code, ErrorCode::OK);
+  ASSERT_EQ(reply.codes_size(), 3);
+  EXPECT_EQ(reply.codes(0), 0);
+  EXPECT_EQ(testing::Code(reply.codes(1)), ErrorCode::INVALID_KEY);
+  EXPECT_EQ(reply.codes(2), 0);
+
+  rpc::KeysRequest both = packed;
+  both.add_keys("a");
+  EXPECT_EQ(exists(both).first, ErrorCode::INVALID_PARAMS);
+  rpc::KeysRequest truncated;
+  truncated.set_packed_keys(packed.packed_keys().substr(0, 4));  // "b"'s length, no byte
+  EXPECT_EQ(exists(truncated).first, ErrorCode::INVALID_PARAMS);
 }
 
 TEST(MasterLifecycleTest, PortTakenIsAnError) {
