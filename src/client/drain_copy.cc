@@ -47,7 +47,8 @@ DrainCopyReport ClientImpl::CopySoleReplicasAway(Deadline until) {
       const rpc::StoredObject& o = objects[begin + i];
       bool here = false, elsewhere = false;
       for (const rpc::Replica& r : loc.replicas()) {
-        bool mine = r.segment_name() == host_->name() && r.offset() == o.offset();
+        bool mine = r.segment_name() == host_->name() &&
+                    r.segment_incarnation() == memory->incarnation() && r.offset() == o.offset();
         here |= mine;
         elsewhere |= !mine;
       }

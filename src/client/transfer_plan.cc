@@ -8,11 +8,12 @@ namespace kvpool::client {
 
 Status TransferPlan::Add(size_t object, const rpc::Replica& replica,
                          const std::vector<iovec>& memory) {
-  auto it = segments_.find(replica.segment_name());
+  std::pair<std::string, uint64_t> id(replica.segment_name(), replica.segment_incarnation());
+  auto it = segments_.find(id);
   if (it == segments_.end()) {
     auto ep = rpc::ParseEndpoint(replica.endpoint(), 0, "replica endpoint");
     if (!ep.ok()) return Status(ErrorCode::INVALID_REPLICA, ep.status().message());
-    it = segments_.emplace(replica.segment_name(), SegmentMoves{*ep, {}, {}, {}, {}, 0}).first;
+    it = segments_.emplace(std::move(id), SegmentMoves{*ep, replica.segment_incarnation()}).first;
   }
   SegmentMoves& m = it->second;
   rpc::Range r;
@@ -32,7 +33,8 @@ std::vector<TransferPart> TransferPlan::Parts() const {
   const uint64_t max_parts =
       workers_ == nullptr ? 1 : static_cast<uint64_t>(workers_->threads()) + 1;
   std::vector<TransferPart> parts;
-  for (const auto& [name, m] : segments_) {
+  for (const auto& [id, m] : segments_) {
+    const std::string& name = id.first;
     const uint64_t want = std::clamp<uint64_t>(m.bytes / kMinPartBytes, 1,
                                                std::min<uint64_t>(max_parts, m.ranges.size()));
     // Cut after the range that reaches the next 1/want of the bytes.

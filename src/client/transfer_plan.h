@@ -8,6 +8,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/checksum.h"
@@ -20,6 +21,7 @@ namespace kvpool::client {
 
 struct SegmentMoves {
   rpc::Endpoint endpoint;
+  uint64_t incarnation = 0;        // Replica.segment_incarnation of every range
   std::vector<rpc::Range> ranges;  // in the segment, in order
   std::vector<iovec> memory;       // the caller's side, concatenated in the same order
   std::vector<size_t> objects;     // batch index of each range's object
@@ -74,7 +76,8 @@ class TransferPlan {
       }
       transfer::SegmentRanges where{
           part.segment_name, &m.endpoint,
-          std::span<const rpc::Range>(m.ranges.data() + part.first, part.last - part.first)};
+          std::span<const rpc::Range>(m.ranges.data() + part.first, part.last - part.first),
+          m.incarnation};
       std::span<const iovec> memory(m.memory.data() + mem_first, mem_last - mem_first);
       transfer::Transport& t = transport_for(*part.segment_name);
       part_status[p] = write ? t.Write(where, memory, deadline) : t.Read(where, memory, deadline);
@@ -108,7 +111,9 @@ class TransferPlan {
   static std::span<const iovec> MemoryOf(const SegmentMoves& m, size_t r);
 
   TaskPool* workers_;
-  std::map<std::string, SegmentMoves> segments_;
+  // By segment name and incarnation: replicas of two incarnations of one name (a location
+  // from before a host restarted beside one from after) go in separate requests.
+  std::map<std::pair<std::string, uint64_t>, SegmentMoves> segments_;
 };
 
 // The first `length` bytes of `buffers` as iovecs (buffers must hold at least that many).

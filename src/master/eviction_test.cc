@@ -14,8 +14,8 @@ constexpr int64_t kAccessTickNs = int64_t{1} << 24;
 class EvictionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    seg_a_ = *registry_.Mount("a", "c", 1, "h:1", 200 * kObj);
-    seg_b_ = *registry_.Mount("b", "c", 1, "h:2", 200 * kObj);
+    seg_a_ = registry_.Mount("a", "c", 1, "h:1", 200 * kObj, 0)->id;
+    seg_b_ = registry_.Mount("b", "c", 1, "h:2", 200 * kObj, 0)->id;
   }
 
   // A complete object of kObj bytes on `segment` (any when 0), last accessed at `access`.

@@ -25,8 +25,8 @@ GrantIssuer GrantIssuer::For(const MasterOptions& options) {
 }
 
 void GrantIssuer::Sign(rpc::Replica& replica, rpc::GrantMode mode, uint64_t expiry_ms) const {
-  key_.Sign(replica.segment_name(), replica.offset(), replica.length(), mode, expiry_ms,
-            replica.mutable_grant());
+  key_.Sign(replica.segment_name(), replica.segment_incarnation(), replica.offset(),
+            replica.length(), mode, expiry_ms, replica.mutable_grant());
 }
 
 void GrantIssuer::Attach(rpc::PutStartReply& reply, uint64_t now_unix_ms) const {

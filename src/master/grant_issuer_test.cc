@@ -29,7 +29,8 @@ Status HostCheck(const rpc::Replica& replica, rpc::GrantMode mode, uint64_t now_
   range.set_offset(replica.offset());
   range.set_length(replica.length());
   if (replica.has_grant()) *range.mutable_grant() = replica.grant();
-  return rpc::GrantKey(kSecret).Check(replica.segment_name(), range, mode, now_ms);
+  return rpc::GrantKey(kSecret).Check(replica.segment_name(), replica.segment_incarnation(), range,
+                                      mode, now_ms);
 }
 
 MasterOptions Options() {

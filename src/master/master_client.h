@@ -46,9 +46,12 @@ class MasterClient {
   Result<rpc::MountSegmentReply> MountSegment(std::string_view segment_name,
                                               std::string_view endpoint, uint64_t size,
                                               Deadline deadline);
-  // A mount that re-registers the segment's objects (one chunk; `more` when others follow).
+  // A mount of memory `incarnation` (transfer::SegmentMemory::incarnation; a restarted host's
+  // new memory replaces its dead segment at the master) that re-registers the segment's objects
+  // (one chunk; `more` when others follow).
   Result<rpc::MountSegmentReply> MountSegment(std::string_view segment_name,
                                               std::string_view endpoint, uint64_t size,
+                                              uint64_t incarnation,
                                               std::span<const rpc::StoredObject> objects, bool more,
                                               Deadline deadline);
   // Errors: SEGMENT_NOT_FOUND; ILLEGAL_CLIENT.

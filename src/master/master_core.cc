@@ -84,19 +84,29 @@ Result<rpc::MountSegmentReply> MasterCore::MountSegment(const rpc::MountSegment&
   if (!ep.ok()) return ep.status();
   auto t = clients_.Touch(req.client_id(), now, /*make_known=*/true);
   const bool restoring = req.objects_size() > 0 || req.more_objects();
-  auto id = registry_.Mount(req.segment_name(), req.client_id(), t.handle, req.endpoint(),
-                            req.size(), /*accepting=*/!restoring);
-  if (!id.ok()) {
+  auto mounted = registry_.Mount(req.segment_name(), req.client_id(), t.handle, req.endpoint(),
+                                 req.size(), req.incarnation(), /*accepting=*/!restoring);
+  if (!mounted.ok()) {
     spdlog::warn("segment={} client={} mount refused error={}", req.segment_name(), req.client_id(),
-                 id.status().ToString());
-    return id.status();
+                 mounted.status().ToString());
+    return mounted.status();
   }
-  spdlog::info("segment={} client={} mounted endpoint={} size={} id={}", req.segment_name(),
-               req.client_id(), req.endpoint(), req.size(), *id);
+  if (mounted->replaced != 0) {
+    // Its host restarted: the old memory is gone, so are the objects and pending writes there.
+    size_t dropped = DropReplicasAndWriters({mounted->replaced}, {});
+    spdlog::warn(
+        "segment={} replaced: its host restarted with new memory (incarnation={:016x}); the old "
+        "segment id={} and its objects_dropped={} are gone",
+        req.segment_name(), req.incarnation(), mounted->replaced, dropped);
+  }
+  const uint64_t id = mounted->id;
+  spdlog::info("segment={} client={} mounted endpoint={} size={} id={} incarnation={:016x}",
+               req.segment_name(), req.client_id(), req.endpoint(), req.size(), id,
+               req.incarnation());
   rpc::MountSegmentReply reply;
-  reply.set_segment_id(*id);
+  reply.set_segment_id(id);
   reply.set_master_epoch(epoch_);
-  if (restoring) reply.set_objects_restored(StageOrRestore(req, *id, ToNanos(now)));
+  if (restoring) reply.set_objects_restored(StageOrRestore(req, id, ToNanos(now)));
   return reply;
 }
 
@@ -320,6 +330,7 @@ bool MasterCore::TryPlace(ObjectTable::Shard& shard, const rpc::PutItem& item,
     rpc::Replica* r = out->add_replicas();
     r->set_segment_name(std::move(p.segment_name));
     r->set_endpoint(std::move(p.endpoint));
+    r->set_segment_incarnation(p.incarnation);
     r->set_offset(p.ref.offset);
     r->set_length(item.size());
   }
@@ -426,11 +437,13 @@ rpc::GetReplicaListReply MasterCore::GetReplicaList(const rpc::KeysRequest& req,
     } else {
       for (const ReplicaRef& r : obj->replicas()) {
         rpc::Replica* out = loc->add_replicas();
-        if (!registry_.Describe(r.segment_id, out->mutable_segment_name(),
-                                out->mutable_endpoint())) {
+        uint64_t incarnation = 0;
+        if (!registry_.Describe(r.segment_id, out->mutable_segment_name(), out->mutable_endpoint(),
+                                &incarnation)) {
           loc->mutable_replicas()->RemoveLast();
           continue;
         }
+        out->set_segment_incarnation(incarnation);
         out->set_offset(r.offset);
         out->set_length(obj->size);
       }
@@ -559,6 +572,7 @@ rpc::StatReply MasterCore::Stat() const {
     info->set_used(s.used);
     info->set_object_count(s.replicas);
     info->set_draining(!s.accepting);
+    info->set_incarnation(s.incarnation);
     reply.set_capacity(reply.capacity() + s.capacity);
     reply.set_used(reply.used() + s.used);
   }

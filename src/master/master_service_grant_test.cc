@@ -85,7 +85,8 @@ class MasterServiceGrantTest : public ::testing::Test {
     range.set_length(replica.length());
     if (replica.has_grant()) *range.mutable_grant() = replica.grant();
     return rpc::GrantKey(kGrantSecret)
-        .Check(replica.segment_name(), range, mode, rpc::UnixMillisNow());
+        .Check(replica.segment_name(), replica.segment_incarnation(), range, mode,
+               rpc::UnixMillisNow());
   }
 
   MasterOptions options_ = Options();

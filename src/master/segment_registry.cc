@@ -26,9 +26,10 @@ bool Contains(std::span<const uint64_t> ids, uint64_t id) {
 
 SegmentRegistry::SegmentRegistry(uint64_t alignment) : alignment_(alignment) {}
 
-Result<uint64_t> SegmentRegistry::Mount(std::string_view name, std::string_view client_id,
-                                        uint32_t owner, std::string_view endpoint, uint64_t size,
-                                        bool accepting) {
+Result<SegmentRegistry::Mounted> SegmentRegistry::Mount(std::string_view name,
+                                                        std::string_view client_id, uint32_t owner,
+                                                        std::string_view endpoint, uint64_t size,
+                                                        uint64_t incarnation, bool accepting) {
   if (name.empty() || name.size() > kMaxSegmentNameBytes) {
     return Status(ErrorCode::INVALID_PARAMS, fmt::format("segment name must be 1..{} bytes, got {}",
                                                          kMaxSegmentNameBytes, name.size()));
@@ -39,34 +40,52 @@ Result<uint64_t> SegmentRegistry::Mount(std::string_view name, std::string_view 
                               alignment_));
   }
   std::unique_lock lock(map_mu_);
+  Mounted out;
   auto it = by_name_.find(std::string(name));
   if (it != by_name_.end()) {
     Segment& s = *it->second;
-    if (s.client_id != client_id) {
+    const bool restarted = incarnation != 0 && s.incarnation != 0 && incarnation != s.incarnation &&
+                           s.endpoint == endpoint;
+    if (restarted) {
+      // The host at this endpoint serves new memory now: what the old segment held is gone.
+      out.replaced = s.id;
+      EraseLocked(&s);
+    } else if (s.client_id != client_id) {
       return Status(ErrorCode::SEGMENT_ALREADY_EXISTS,
                     fmt::format("segment={} is mounted by client={}", name, s.client_id));
+    } else if (s.endpoint != endpoint || s.capacity != (size & ~(alignment_ - 1)) ||
+               s.incarnation != incarnation) {
+      return Status(
+          ErrorCode::SEGMENT_ALREADY_EXISTS,
+          fmt::format("segment={} is mounted with endpoint={} size={} "
+                      "incarnation={:016x}; unmount it before mounting endpoint={} "
+                      "size={} incarnation={:016x}",
+                      name, s.endpoint, s.capacity, s.incarnation, endpoint, size, incarnation));
+    } else {
+      s.owner = owner;
+      out.id = s.id;
+      return out;
     }
-    if (s.endpoint != endpoint || s.capacity != (size & ~(alignment_ - 1))) {
-      return Status(ErrorCode::SEGMENT_ALREADY_EXISTS,
-                    fmt::format("segment={} is mounted with endpoint={} size={}; unmount it "
-                                "before mounting endpoint={} size={}",
-                                name, s.endpoint, s.capacity, endpoint, size));
-    }
-    s.owner = owner;
-    return s.id;
   }
   auto seg = std::make_unique<Segment>(next_id_++, size, alignment_);
   seg->name = std::string(name);
   seg->endpoint = std::string(endpoint);
   if (auto ep = rpc::ParseEndpoint(endpoint, 0, "segment endpoint"); ep.ok()) seg->host = ep->host;
   seg->client_id = std::string(client_id);
+  seg->incarnation = incarnation;
   seg->owner = owner;
   seg->accepting.store(accepting, std::memory_order_relaxed);
-  uint64_t id = seg->id;
-  by_id_[id] = seg.get();
+  out.id = seg->id;
+  by_id_[out.id] = seg.get();
   list_.push_back(seg.get());
   by_name_.emplace(seg->name, std::move(seg));
-  return id;
+  return out;
+}
+
+void SegmentRegistry::EraseLocked(Segment* s) {
+  by_id_.erase(s->id);
+  std::erase(list_, s);
+  by_name_.erase(s->name);  // destroys *s
 }
 
 Result<uint64_t> SegmentRegistry::Unmount(std::string_view name, std::string_view client_id) {
@@ -81,9 +100,7 @@ Result<uint64_t> SegmentRegistry::Unmount(std::string_view name, std::string_vie
                               it->second->client_id, client_id));
   }
   uint64_t id = it->second->id;
-  by_id_.erase(id);
-  std::erase(list_, it->second.get());
-  by_name_.erase(it);
+  EraseLocked(it->second.get());
   return id;
 }
 
@@ -113,6 +130,7 @@ bool SegmentRegistry::TryAllocate(Segment& s, uint64_t size, Placement* out) {
   out->ref = ReplicaRef{s.id, a->offset, a->node, 0};
   out->segment_name = s.name;
   out->endpoint = s.endpoint;
+  out->incarnation = s.incarnation;
   return true;
 }
 
@@ -306,13 +324,14 @@ std::vector<std::optional<uint32_t>> SegmentRegistry::Restore(
   return out;
 }
 
-bool SegmentRegistry::Describe(uint64_t segment_id, std::string* name,
-                               std::string* endpoint) const {
+bool SegmentRegistry::Describe(uint64_t segment_id, std::string* name, std::string* endpoint,
+                               uint64_t* incarnation) const {
   std::shared_lock lock(map_mu_);
   auto it = by_id_.find(segment_id);
   if (it == by_id_.end()) return false;
   *name = it->second->name;
   *endpoint = it->second->endpoint;
+  if (incarnation != nullptr) *incarnation = it->second->incarnation;
   return true;
 }
 
@@ -321,8 +340,8 @@ std::vector<SegmentStats> SegmentRegistry::Stats() const {
   std::vector<SegmentStats> out;
   out.reserve(list_.size());
   for (const Segment* s : list_) {
-    out.push_back(SegmentStats{s->id, s->name, s->endpoint, s->client_id, s->capacity,
-                               s->used.load(std::memory_order_relaxed),
+    out.push_back(SegmentStats{s->id, s->name, s->endpoint, s->client_id, s->incarnation,
+                               s->capacity, s->used.load(std::memory_order_relaxed),
                                s->replicas.load(std::memory_order_relaxed),
                                s->accepting.load(std::memory_order_relaxed)});
   }

@@ -41,6 +41,7 @@ struct Placement {
   ReplicaRef ref;
   std::string segment_name;
   std::string endpoint;
+  uint64_t incarnation = 0;  // the segment's memory (MountSegment.incarnation)
 };
 
 // How to place one object's replicas (see Allocate).
@@ -57,6 +58,7 @@ struct SegmentStats {
   std::string name;
   std::string endpoint;
   std::string client_id;
+  uint64_t incarnation = 0;
   uint64_t capacity = 0;  // usable bytes (rounded down to the alignment)
   uint64_t used = 0;      // reserved bytes, including space awaiting a deferred free
   uint64_t replicas = 0;  // live allocations
@@ -87,15 +89,25 @@ class SegmentRegistry {
   // Bytes a replica of an object of `size` bytes reserves.
   uint64_t Reserved(uint64_t size) const { return (size + alignment_ - 1) & ~(alignment_ - 1); }
 
-  // Mounts `size` bytes as segment `name`, owned by client `client_id` (interned as `owner`).
-  // Returns the segment id. Mounting the same name again from the same client with the same
-  // endpoint and size is OK and returns the same id (the owner handle is updated). A new
-  // segment mounted with `accepting` false takes no replicas until SetAccepting(true).
+  // What a mount did: the segment's id, and the id of the segment it replaced (0: none).
+  struct Mounted {
+    uint64_t id = 0;
+    uint64_t replaced = 0;
+  };
+  // Mounts `size` bytes of memory `incarnation` as segment `name`, owned by client `client_id`
+  // (interned as `owner`). Mounting the same name again from the same client with the same
+  // endpoint, size and incarnation is OK and returns the same id (the owner handle is
+  // updated). The same name and endpoint with another non-zero incarnation is that host
+  // restarted: the old segment is unmounted (its id returned as `replaced`; the caller drops
+  // the replicas that lived there) and the new one mounted under a new id, whichever client
+  // mounted the old one. A new segment mounted with `accepting` false takes no replicas until
+  // SetAccepting(true).
   // Errors: INVALID_PARAMS (empty or over-long name, size below the alignment);
-  // SEGMENT_ALREADY_EXISTS (the name is mounted by another client, or with another endpoint or
-  // size).
-  Result<uint64_t> Mount(std::string_view name, std::string_view client_id, uint32_t owner,
-                         std::string_view endpoint, uint64_t size, bool accepting = true);
+  // SEGMENT_ALREADY_EXISTS (the name is mounted by another client with the same or an unknown
+  // incarnation, or with another endpoint, or with another size by the same client).
+  Result<Mounted> Mount(std::string_view name, std::string_view client_id, uint32_t owner,
+                        std::string_view endpoint, uint64_t size, uint64_t incarnation,
+                        bool accepting = true);
   // Unmounts and returns the id. The caller drops the replicas that lived there.
   // Errors: SEGMENT_NOT_FOUND; ILLEGAL_CLIENT (mounted by another client).
   Result<uint64_t> Unmount(std::string_view name, std::string_view client_id);
@@ -147,8 +159,9 @@ class SegmentRegistry {
   std::vector<std::optional<uint32_t>> Restore(uint64_t segment_id,
                                                std::span<const RestoredRange> ranges);
 
-  // Fills the segment's name and endpoint; false for a stale id.
-  bool Describe(uint64_t segment_id, std::string* name, std::string* endpoint) const;
+  // Fills the segment's name and endpoint (and incarnation, when asked); false for a stale id.
+  bool Describe(uint64_t segment_id, std::string* name, std::string* endpoint,
+                uint64_t* incarnation = nullptr) const;
   std::vector<SegmentStats> Stats() const;
   PoolUsage Usage() const;
   // True when some mounted segment takes new replicas (is neither restoring nor draining).
@@ -163,6 +176,7 @@ class SegmentRegistry {
     const uint64_t id;
     std::string name, endpoint, client_id;  // immutable after mount
     std::string host;                       // the endpoint's host, immutable after mount
+    uint64_t incarnation = 0;               // immutable after mount
     uint32_t owner = 0;                     // guarded by the registry's map lock
     std::mutex mu;
     alloc::OffsetAllocator allocator;  // guarded by mu
@@ -181,6 +195,8 @@ class SegmentRegistry {
 
   // Tries one allocation on `s`. REQUIRES: the map lock is held (shared is enough).
   bool TryAllocate(Segment& s, uint64_t size, Placement* out);
+  // Removes `s` from every map. REQUIRES: the map lock is held exclusively.
+  void EraseLocked(Segment* s);
   void FreeLocked(Segment& s, const ReplicaRef& r, uint64_t object_size);
 
   const uint64_t alignment_;

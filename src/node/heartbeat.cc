@@ -46,7 +46,9 @@ bool Heartbeat::PingOnce() {
     return false;
   }
   if (!reachable_.exchange(true)) spdlog::info("master reachable again");
-  if (!r->client_known()) {
+  // A master that does not know us (restarted, or declared us dead), or a segment whose mount
+  // failed earlier (e.g. refused while a dead predecessor held its name): mount again.
+  if (!r->client_known() || (host_ != nullptr && !host_->mounted())) {
     if (on_unknown_) on_unknown_();
     return false;
   }

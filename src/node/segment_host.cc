@@ -29,15 +29,18 @@ Result<std::unique_ptr<SegmentHost>> SegmentHost::Start(const SegmentHostOptions
   host->name_ = options.advertise_host + ":" + std::to_string(host->server_->port());
   std::shared_ptr<transfer::SegmentMemory> mem(std::move(memory).value());
   const void* base = mem->base();
+  host->incarnation_ = mem->incarnation();
   KVPOOL_RETURN_IF_ERROR(host->table_.Add(host->name_, std::move(mem)));
   // The base address lets an operator (or a fault-injection test) find a replica's bytes in
   // this process's memory (base + the replica's offset).
-  spdlog::info("serving segment={} size={} on {}:{} base={}", host->name_, FormatSize(options.size),
-               options.bind_host, host->server_->port(), base);
+  spdlog::info("serving segment={} size={} on {}:{} base={} incarnation={:016x}", host->name_,
+               FormatSize(options.size), options.bind_host, host->server_->port(), base,
+               host->incarnation_);
   return host;
 }
 
 Status SegmentHost::Mount(master::MasterClient& master, Deadline deadline) {
+  mounted_.store(false, std::memory_order_release);
   // Which master is it? A ping tells (mount replies tell too, but only after mounting).
   auto ping = master.Ping(deadline);
   if (!ping.ok()) return ping.status();
@@ -63,7 +66,7 @@ Status SegmentHost::Mount(master::MasterClient& master, Deadline deadline) {
   do {
     size_t end = begin, bytes = 0;
     while (end < list.size() && bytes < kChunkBytes) bytes += list[end++].key().size() + 48;
-    r = master.MountSegment(name_, name_, size_,
+    r = master.MountSegment(name_, name_, size_, incarnation_,
                             std::span<const rpc::StoredObject>(list.data() + begin, end - begin),
                             end < list.size(), deadline);
     if (!r.ok()) return r.status();
@@ -71,6 +74,7 @@ Status SegmentHost::Mount(master::MasterClient& master, Deadline deadline) {
     begin = end;
   } while (begin < list.size());
   mounted_epoch_ = r->master_epoch();
+  mounted_.store(true, std::memory_order_release);
   if (restarted) {
     spdlog::info("re-registered segment={} at a restarted master: objects_listed={} restored={}",
                  name_, list.size(), restored);
@@ -115,6 +119,7 @@ void SegmentHost::ApplyJournals(const rpc::PingReply& reply) {
 }
 
 Status SegmentHost::Unmount(master::MasterClient& master, Deadline deadline) {
+  mounted_.store(false, std::memory_order_release);
   return master.UnmountSegment(name_, deadline);
 }
 

@@ -3,6 +3,7 @@
 // embedded client that contributes memory.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -46,6 +47,9 @@ class SegmentHost {
   void ApplyJournals(const rpc::PingReply& reply);
   // Unmounts it; the master drops the objects stored in it.
   Status Unmount(master::MasterClient& master, Deadline deadline);
+  // True after a Mount succeeded, until a later Mount fails or Unmount: a host that is not
+  // mounted mounts again at its next heartbeat. Thread-safe.
+  bool mounted() const { return mounted_.load(std::memory_order_acquire); }
 
   // "advertise_host:port": the segment's name and data endpoint.
   const std::string& name() const { return name_; }
@@ -54,6 +58,8 @@ class SegmentHost {
   const transfer::SegmentTable& table() const { return table_; }
   const transfer::DataServiceCounters& counters() const { return service_.counters(); }
   uint64_t size() const { return size_; }
+  // The segment memory's incarnation (transfer::SegmentMemory::incarnation).
+  uint64_t incarnation() const { return incarnation_; }
 
  private:
   SegmentHost(const SegmentHostOptions& options);
@@ -66,8 +72,10 @@ class SegmentHost {
   std::unique_ptr<rpc::Server> server_;
   std::string name_;
   uint64_t size_ = 0;
+  uint64_t incarnation_ = 0;
   ObjectList objects_;
   uint64_t mounted_epoch_ = 0;  // master epoch of the last successful mount (0: none yet)
+  std::atomic<bool> mounted_{false};
 };
 
 }  // namespace kvpool::node

@@ -24,13 +24,14 @@ const char* GrantModeName(GrantMode mode) { return mode == GrantMode::kWrite ? "
 
 GrantKey::GrantKey(std::string_view pool_secret) : key_(pool_secret), empty_(pool_secret.empty()) {}
 
-HmacDigest GrantKey::Mac(std::string_view segment, uint64_t offset, uint64_t length, GrantMode mode,
-                         uint64_t expiry_ms) const {
+HmacDigest GrantKey::Mac(std::string_view segment, uint64_t incarnation, uint64_t offset,
+                         uint64_t length, GrantMode mode, uint64_t expiry_ms) const {
   std::string message;
-  message.reserve(kGrantLabel.size() + 4 + segment.size() + 8 + 8 + 1 + 8);
+  message.reserve(kGrantLabel.size() + 4 + segment.size() + 8 + 8 + 8 + 1 + 8);
   message.append(kGrantLabel);
   AppendBig(message, segment.size(), 4);
   message.append(segment);
+  AppendBig(message, incarnation, 8);
   AppendBig(message, offset, 8);
   AppendBig(message, length, 8);
   AppendBig(message, static_cast<uint32_t>(mode), 1);
@@ -38,9 +39,9 @@ HmacDigest GrantKey::Mac(std::string_view segment, uint64_t offset, uint64_t len
   return key_.Mac(message);
 }
 
-void GrantKey::Sign(std::string_view segment, uint64_t offset, uint64_t length, GrantMode mode,
-                    uint64_t expiry_ms, Grant* out) const {
-  HmacDigest mac = Mac(segment, offset, length, mode, expiry_ms);
+void GrantKey::Sign(std::string_view segment, uint64_t incarnation, uint64_t offset,
+                    uint64_t length, GrantMode mode, uint64_t expiry_ms, Grant* out) const {
+  HmacDigest mac = Mac(segment, incarnation, offset, length, mode, expiry_ms);
   out->set_offset(offset);
   out->set_length(length);
   out->set_mode(static_cast<uint32_t>(mode));
@@ -48,8 +49,8 @@ void GrantKey::Sign(std::string_view segment, uint64_t offset, uint64_t length, 
   out->set_mac(reinterpret_cast<const char*>(mac.data()), mac.size());
 }
 
-Status GrantKey::Check(std::string_view segment, const Range& range, GrantMode mode,
-                       uint64_t now_ms) const {
+Status GrantKey::Check(std::string_view segment, uint64_t incarnation, const Range& range,
+                       GrantMode mode, uint64_t now_ms) const {
   auto refuse = [&](std::string_view why) {
     return Status(ErrorCode::ILLEGAL_CLIENT,
                   fmt::format("segment={} offset={} length={}: {} refused: {}", segment,
@@ -71,10 +72,12 @@ Status GrantKey::Check(std::string_view segment, const Range& range, GrantMode m
     return refuse(
         fmt::format("outside the granted range offset={} length={}", g.offset(), g.length()));
   }
-  HmacDigest want = Mac(segment, g.offset(), g.length(), mode, g.expiry_ms());
+  HmacDigest want = Mac(segment, incarnation, g.offset(), g.length(), mode, g.expiry_ms());
   if (g.mac().size() != want.size() ||
       CRYPTO_memcmp(want.data(), g.mac().data(), want.size()) != 0) {
-    return refuse("the grant's MAC does not match (not issued by this pool's master for it)");
+    return refuse(
+        "the grant's MAC does not match (not issued by this pool's master for this segment "
+        "memory)");
   }
   const uint64_t skew = static_cast<uint64_t>(kGrantClockSkew.count());
   if (g.expiry_ms() < now_ms && now_ms - g.expiry_ms() > skew) {
@@ -86,7 +89,8 @@ Status GrantKey::Check(std::string_view segment, const Range& range, GrantMode m
 
 Status GrantKey::CheckRequest(const DataRequest& request, GrantMode mode, uint64_t now_ms) const {
   for (const Range& r : request.ranges()) {
-    KVPOOL_RETURN_IF_ERROR(Check(request.segment_name(), r, mode, now_ms));
+    KVPOOL_RETURN_IF_ERROR(
+        Check(request.segment_name(), request.segment_incarnation(), r, mode, now_ms));
   }
   return Status::Ok();
 }

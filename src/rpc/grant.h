@@ -7,9 +7,13 @@
 // and check no grants.
 //
 //   mac = HMAC-SHA256(pool secret, "kvpool grant" | u32 segment length | segment
-//                                  | u64 offset | u64 length | u8 mode | u64 expiry_ms)
+//                                  | u64 incarnation | u64 offset | u64 length | u8 mode
+//                                  | u64 expiry_ms)
 //
-// integers big-endian, fixed width, so no two grants share an encoding. Expiry is unix time in
+// integers big-endian, fixed width, so no two grants share an encoding. The incarnation (the
+// segment memory's, Replica.segment_incarnation) binds a grant to the memory it was issued for:
+// a grant for a segment whose host restarted is worthless against the new memory, where the
+// same range may now hold another tenant's object. Expiry is unix time in
 // milliseconds: master and segment hosts need clocks within kGrantClockSkew of each other.
 //
 // GrantKey is thread-safe (const methods only); one serves a whole process.
@@ -44,23 +48,25 @@ class GrantKey {
 
   bool empty() const { return empty_; }
 
-  // Fills `out` with a grant for [offset, offset + length) of `segment` in `mode` until
-  // `expiry_ms`. About 1 µs. REQUIRES: !empty().
-  void Sign(std::string_view segment, uint64_t offset, uint64_t length, GrantMode mode,
-            uint64_t expiry_ms, Grant* out) const;
+  // Fills `out` with a grant for [offset, offset + length) of memory `incarnation` of `segment`
+  // in `mode` until `expiry_ms`. About 1 µs. REQUIRES: !empty().
+  void Sign(std::string_view segment, uint64_t incarnation, uint64_t offset, uint64_t length,
+            GrantMode mode, uint64_t expiry_ms, Grant* out) const;
 
-  // OK when `range` lies inside its grant, and the grant is for `segment` and `mode` (MAC
-  // checked in constant time) and had not expired kGrantClockSkew before `now_ms`. Otherwise
-  // ILLEGAL_CLIENT naming the segment, offset, length, mode and the reason (no grant, other
-  // mode, outside the granted range, bad MAC, expired).
-  Status Check(std::string_view segment, const Range& range, GrantMode mode, uint64_t now_ms) const;
+  // OK when `range` lies inside its grant, and the grant is for `segment`, `incarnation` and
+  // `mode` (MAC checked in constant time) and had not expired kGrantClockSkew before `now_ms`.
+  // Otherwise ILLEGAL_CLIENT naming the segment, offset, length, mode and the reason (no grant,
+  // other mode, outside the granted range, bad MAC, expired).
+  Status Check(std::string_view segment, uint64_t incarnation, const Range& range, GrantMode mode,
+               uint64_t now_ms) const;
 
-  // Check() for every range of `request` (the first failure is returned).
+  // Check() for every range of `request`, for its segment and segment_incarnation (the first
+  // failure is returned).
   Status CheckRequest(const DataRequest& request, GrantMode mode, uint64_t now_ms) const;
 
  private:
-  HmacDigest Mac(std::string_view segment, uint64_t offset, uint64_t length, GrantMode mode,
-                 uint64_t expiry_ms) const;
+  HmacDigest Mac(std::string_view segment, uint64_t incarnation, uint64_t offset, uint64_t length,
+                 GrantMode mode, uint64_t expiry_ms) const;
 
   HmacKey key_;
   bool empty_;

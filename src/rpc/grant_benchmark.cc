@@ -13,13 +13,14 @@ namespace {
 
 constexpr uint64_t kNow = 1'800'000'000'000;
 const std::string kSegment = "10.0.0.7:50052";
+constexpr uint64_t kIncarnation = 0x5eed'0000'0000'0001;
 
 void BM_Sign(benchmark::State& state) {
   GrantKey key("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
   Grant g;
   uint64_t offset = 0;
   for (auto _ : state) {
-    key.Sign(kSegment, offset, 1 << 20, GrantMode::kRead, kNow + 15000, &g);
+    key.Sign(kSegment, kIncarnation, offset, 1 << 20, GrantMode::kRead, kNow + 15000, &g);
     offset += 1 << 20;
     benchmark::DoNotOptimize(g);
   }
@@ -31,9 +32,10 @@ void BM_Check(benchmark::State& state) {
   Range r;
   r.set_offset(4096);
   r.set_length(1 << 20);
-  key.Sign(kSegment, 4096, 1 << 20, GrantMode::kRead, kNow + 15000, r.mutable_grant());
+  key.Sign(kSegment, kIncarnation, 4096, 1 << 20, GrantMode::kRead, kNow + 15000,
+           r.mutable_grant());
   for (auto _ : state) {
-    Status st = key.Check(kSegment, r, GrantMode::kRead, kNow);
+    Status st = key.Check(kSegment, kIncarnation, r, GrantMode::kRead, kNow);
     benchmark::DoNotOptimize(st);
   }
 }
@@ -43,11 +45,13 @@ void BM_CheckRequest(benchmark::State& state) {
   GrantKey key("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
   DataRequest req;
   req.set_segment_name(kSegment);
+  req.set_segment_incarnation(kIncarnation);
   for (uint64_t i = 0; i < 128; ++i) {
     Range* r = req.add_ranges();
     r->set_offset(i << 20);
     r->set_length(1 << 20);
-    key.Sign(kSegment, i << 20, 1 << 20, GrantMode::kWrite, kNow + 35000, r->mutable_grant());
+    key.Sign(kSegment, kIncarnation, i << 20, 1 << 20, GrantMode::kWrite, kNow + 35000,
+             r->mutable_grant());
   }
   for (auto _ : state) {
     Status st = key.CheckRequest(req, GrantMode::kWrite, kNow);

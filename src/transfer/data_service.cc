@@ -55,13 +55,13 @@ Status DataService::CheckTenant(const rpc::ConnectionContext& context, const rpc
 
 asio::awaitable<rpc::Reply> DataService::Write(const rpc::DataRequest& req,
                                                rpc::PayloadReader& payload) {
-  auto segment = segments_->Find(req.segment_name());
-  if (segment == nullptr) {
+  auto found = segments_->Find(req.segment_name(), req.segment_incarnation());
+  if (!found.ok()) {
     ++counters_.requests_refused;
-    co_return rpc::Reply::Error(
-        Status(ErrorCode::SEGMENT_NOT_FOUND,
-               fmt::format("segment={} is not served here", req.segment_name())));
+    spdlog::warn("refused WRITE: {}", found.status().ToString());
+    co_return rpc::Reply::Error(found.status());
   }
+  std::shared_ptr<SegmentMemory> segment = std::move(found).value();
   auto total = SegmentTable::CheckRanges(*segment, req.segment_name(), req.ranges(), true);
   if (total.ok() && *total != payload.size()) {
     total = Status(ErrorCode::INVALID_PARAMS,
@@ -83,13 +83,13 @@ asio::awaitable<rpc::Reply> DataService::Write(const rpc::DataRequest& req,
 }
 
 rpc::Reply DataService::Read(const rpc::DataRequest& req) {
-  auto segment = segments_->Find(req.segment_name());
-  if (segment == nullptr) {
+  auto found = segments_->Find(req.segment_name(), req.segment_incarnation());
+  if (!found.ok()) {
     ++counters_.requests_refused;
-    return rpc::Reply::Error(
-        Status(ErrorCode::SEGMENT_NOT_FOUND,
-               fmt::format("segment={} is not served here", req.segment_name())));
+    spdlog::warn("refused READ: {}", found.status().ToString());
+    return rpc::Reply::Error(found.status());
   }
+  std::shared_ptr<SegmentMemory> segment = std::move(found).value();
   auto total = SegmentTable::CheckRanges(*segment, req.segment_name(), req.ranges(), false);
   if (!total.ok()) {
     ++counters_.requests_refused;

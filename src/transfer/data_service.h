@@ -38,9 +38,10 @@ class DataService : public rpc::Service {
   // WRITE: DataRequest + payload of exactly the ranges' total length.
   // READ: DataRequest -> payload of the ranges' bytes in order.
   // Errors: ILLEGAL_CLIENT (a tenant connection and a range without a valid grant; nothing
-  // moves, a WRITE's payload is discarded), SEGMENT_NOT_FOUND (not served here), INVALID_WRITE /
-  // INVALID_READ (a range outside the segment; nothing moves), INVALID_PARAMS (payload length
-  // mismatch, unparsable request), NOT_SUPPORTED (another method).
+  // moves, a WRITE's payload is discarded), SEGMENT_NOT_FOUND (not served here, or
+  // segment_incarnation is not the served memory's), INVALID_WRITE / INVALID_READ (a range outside
+  // the segment; nothing moves), INVALID_PARAMS (payload length mismatch, unparsable request),
+  // NOT_SUPPORTED (another method).
   asio::awaitable<rpc::Reply> HandleFrom(const rpc::ConnectionContext& context,
                                          const rpc::FrameHeader& header, std::string_view meta,
                                          rpc::PayloadReader& payload) override;

@@ -60,19 +60,19 @@ class DataServiceGrantTest : public ::testing::Test {
     rpc::Range r;
     r.set_offset(offset);
     r.set_length(length);
-    key.Sign(name_, goff, glen, mode, expiry, r.mutable_grant());
+    key.Sign(name_, memory_->incarnation(), goff, glen, mode, expiry, r.mutable_grant());
     return r;
   }
   rpc::Range Granted(uint64_t offset, uint64_t length, rpc::GrantMode mode) {
     return Granted(offset, length, mode, offset, length, key_);
   }
   Status Write(const std::vector<rpc::Range>& ranges, std::vector<uint8_t>& data) {
-    SegmentRanges where{&name_, &ep_, ranges};
+    SegmentRanges where{&name_, &ep_, ranges, memory_->incarnation()};
     iovec v{data.data(), data.size()};
     return transport_.Write(where, {&v, 1}, Soon());
   }
   Status Read(const std::vector<rpc::Range>& ranges, std::vector<uint8_t>& data) {
-    SegmentRanges where{&name_, &ep_, ranges};
+    SegmentRanges where{&name_, &ep_, ranges, memory_->incarnation()};
     iovec v{data.data(), data.size()};
     return transport_.Read(where, {&v, 1}, Soon());
   }
@@ -156,7 +156,8 @@ TEST_F(DataServiceGrantTest, UngrantedReadIsRefused) {
   rpc::Range other;
   other.set_offset(0);
   other.set_length(1000);
-  key_.Sign("seg-b", 0, 1000, rpc::GrantMode::kRead, kNow + 60000, other.mutable_grant());
+  key_.Sign("seg-b", memory_->incarnation(), 0, 1000, rpc::GrantMode::kRead, kNow + 60000,
+            other.mutable_grant());
   ExpectRefused(Read({other}, back), "MAC");
   EXPECT_EQ(service_.counters().bytes_read.load(), 0u);
   EXPECT_EQ(back, std::vector<uint8_t>(1000, 0));
@@ -170,6 +171,7 @@ TEST_F(DataServiceGrantTest, HostWithoutSecretRefusesTenants) {
   tenant.privileged = false;
   rpc::DataRequest req;
   req.set_segment_name(name_);
+  req.set_segment_incarnation(memory_->incarnation());
   *req.add_ranges() = Granted(0, 100, rpc::GrantMode::kRead);
   ExpectRefused(no_secret.CheckTenant(tenant, req, rpc::GrantMode::kRead), "no pool secret");
   EXPECT_TRUE(service_.CheckTenant(tenant, req, rpc::GrantMode::kRead).ok());
@@ -180,7 +182,9 @@ TEST(DataServicePrivilegedTest, PrivilegedPeersNeedNoGrants) {
   ASSERT_TRUE(mem.ok());
   SegmentTable table;
   std::string name = "seg-p";
-  ASSERT_TRUE(table.Add(name, std::shared_ptr<SegmentMemory>(std::move(mem).value())).ok());
+  std::shared_ptr<SegmentMemory> memory(std::move(mem).value());
+  const uint64_t incarnation = memory->incarnation();
+  ASSERT_TRUE(table.Add(name, std::move(memory)).ok());
   DataService service(&table, kSecret, &FixedNow);
   rpc::ServerOptions o;
   o.host = "127.0.0.1";
@@ -194,7 +198,7 @@ TEST(DataServicePrivilegedTest, PrivilegedPeersNeedNoGrants) {
   r.set_offset(64);
   r.set_length(100);
   std::vector<rpc::Range> ranges{r};
-  SegmentRanges where{&name, &ep, ranges};
+  SegmentRanges where{&name, &ep, ranges, incarnation};
   iovec in{data.data(), data.size()}, out{back.data(), back.size()};
   ASSERT_TRUE(t.Write(where, {&in, 1}, DeadlineAfter(std::chrono::seconds(30))).ok());
   ASSERT_TRUE(t.Read(where, {&out, 1}, DeadlineAfter(std::chrono::seconds(30))).ok());

@@ -7,11 +7,9 @@
 namespace kvpool::transfer {
 
 Status LocalTransport::Copy(const SegmentRanges& where, std::span<const iovec> mem, bool write) {
-  auto segment = segments_->Find(*where.segment_name);
-  if (segment == nullptr) {
-    return Status(ErrorCode::SEGMENT_NOT_FOUND,
-                  fmt::format("segment={} is not served by this process", *where.segment_name));
-  }
+  auto found = segments_->Find(*where.segment_name, where.incarnation);
+  if (!found.ok()) return found.status();
+  const std::shared_ptr<SegmentMemory>& segment = *found;
   auto total = SegmentTable::CheckRanges(*segment, *where.segment_name, where.ranges, write);
   if (!total.ok()) return total.status();
   uint64_t mem_total = 0;

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/random_id.h"
 #include "common/units.h"
 
 namespace kvpool::transfer {
@@ -39,7 +40,10 @@ Result<std::unique_ptr<SegmentMemory>> SegmentMemory::Map(uint64_t size,
         fmt::format("cannot map a segment of {}: {}{}", FormatSize(size), strerror(err), hint));
   }
   if (!options.huge_pages) ::madvise(p, mapped, MADV_HUGEPAGE);  // best effort
-  return std::unique_ptr<SegmentMemory>(new SegmentMemory(static_cast<uint8_t*>(p), mapped, size));
+  uint64_t incarnation = 0;
+  while (incarnation == 0) incarnation = RandomU64();
+  return std::unique_ptr<SegmentMemory>(
+      new SegmentMemory(static_cast<uint8_t*>(p), mapped, size, incarnation));
 }
 
 SegmentMemory::~SegmentMemory() { ::munmap(base_, mapped_); }

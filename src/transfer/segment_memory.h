@@ -28,13 +28,18 @@ class SegmentMemory {
 
   uint8_t* base() const { return base_; }
   uint64_t size() const { return size_; }
+  // Random, never 0, drawn when the memory is mapped: names this memory, not the segment's
+  // name. A location that carries another incarnation was handed out for memory that is gone
+  // (a restarted process serving fresh zeroed pages under the same name) and must be refused.
+  uint64_t incarnation() const { return incarnation_; }
 
  private:
-  SegmentMemory(uint8_t* base, uint64_t mapped, uint64_t size)
-      : base_(base), mapped_(mapped), size_(size) {}
+  SegmentMemory(uint8_t* base, uint64_t mapped, uint64_t size, uint64_t incarnation)
+      : base_(base), mapped_(mapped), size_(size), incarnation_(incarnation) {}
   uint8_t* base_;
   uint64_t mapped_;
   uint64_t size_;
+  uint64_t incarnation_;
 };
 
 }  // namespace kvpool::transfer

@@ -26,6 +26,22 @@ std::shared_ptr<SegmentMemory> SegmentTable::Find(const std::string& name) const
   return it == segments_.end() ? nullptr : it->second;
 }
 
+Result<std::shared_ptr<SegmentMemory>> SegmentTable::Find(const std::string& name,
+                                                          uint64_t incarnation) const {
+  auto segment = Find(name);
+  if (segment == nullptr) {
+    return Status(ErrorCode::SEGMENT_NOT_FOUND,
+                  fmt::format("segment={} is not served by this process", name));
+  }
+  if (segment->incarnation() != incarnation) {
+    return Status(ErrorCode::SEGMENT_NOT_FOUND,
+                  fmt::format("segment={} incarnation={:016x} is gone: this process serves "
+                              "incarnation={:016x} (its host restarted; the location is stale)",
+                              name, incarnation, segment->incarnation()));
+  }
+  return segment;
+}
+
 Status SegmentTable::OutOfRange(const SegmentMemory& segment, const std::string& name,
                                 const rpc::Range& r, bool write) {
   return Status(write ? ErrorCode::INVALID_WRITE : ErrorCode::INVALID_READ,

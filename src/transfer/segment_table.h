@@ -22,6 +22,10 @@ class SegmentTable {
   void Remove(const std::string& name);
   // The segment, or nullptr.
   std::shared_ptr<SegmentMemory> Find(const std::string& name) const;
+  // The segment `name` if its memory is `incarnation` (SegmentMemory::incarnation), else
+  // SEGMENT_NOT_FOUND naming both: the segment is not served here, or the location was handed
+  // out for memory this process does not have (it restarted since, or never had it).
+  Result<std::shared_ptr<SegmentMemory>> Find(const std::string& name, uint64_t incarnation) const;
 
   // Checks that every range lies inside `segment` and returns the total length. `write` picks
   // the error code: INVALID_WRITE / INVALID_READ, naming the segment, offset and length.

@@ -7,6 +7,7 @@ Status TcpTransport::Call(rpc::Method method, const SegmentRanges& where,
                           Deadline deadline) {
   rpc::DataRequest req;
   req.set_segment_name(*where.segment_name);
+  req.set_segment_incarnation(where.incarnation);
   req.mutable_ranges()->Reserve(static_cast<int>(where.ranges.size()));
   for (const auto& r : where.ranges) *req.add_ranges() = r;
   auto conn = pool_->Acquire(*where.endpoint, deadline);

@@ -2,6 +2,7 @@
 // ranges and buffers, and a range outside the segment is refused before any byte moves.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <numeric>
 #include <random>
 
@@ -40,7 +41,7 @@ class TransferTest : public ::testing::Test {
     std::mt19937 rng(7);
     for (auto& b : data) b = static_cast<uint8_t>(rng());
     std::vector<rpc::Range> ranges = {R(4096, 30000), R(200000, 50000), R(500000, 20000)};
-    SegmentRanges where{&name_, &ep_, ranges};
+    SegmentRanges where{&name_, &ep_, ranges, memory_->incarnation()};
     iovec src[2] = {{data.data(), 12345}, {data.data() + 12345, data.size() - 12345}};
     ASSERT_TRUE(t.Write(where, src, Soon()).ok());
     std::vector<uint8_t> back(data.size());
@@ -53,15 +54,32 @@ class TransferTest : public ::testing::Test {
     uint8_t buf[16] = {};
     iovec v{buf, sizeof(buf)};
     std::vector<rpc::Range> ranges = {R((1 << 20) - 8, 16)};
-    SegmentRanges where{&name_, &ep_, ranges};
+    SegmentRanges where{&name_, &ep_, ranges, memory_->incarnation()};
     EXPECT_EQ(t.Write(where, {&v, 1}, Soon()).code(), ErrorCode::INVALID_WRITE);
     EXPECT_EQ(t.Read(where, {&v, 1}, Soon()).code(), ErrorCode::INVALID_READ);
     std::vector<rpc::Range> wrap = {R(~0ull - 4, 16)};
-    SegmentRanges where2{&name_, &ep_, wrap};
+    SegmentRanges where2{&name_, &ep_, wrap, memory_->incarnation()};
     EXPECT_EQ(t.Read(where2, {&v, 1}, Soon()).code(), ErrorCode::INVALID_READ);
     std::string other = "nope";
-    SegmentRanges where3{&other, &ep_, ranges};
+    SegmentRanges where3{&other, &ep_, ranges, memory_->incarnation()};
     EXPECT_EQ(t.Read(where3, {&v, 1}, Soon()).code(), ErrorCode::SEGMENT_NOT_FOUND);
+  }
+  // A location for other memory under this segment's name (the host restarted since the
+  // master handed it out, or no incarnation at all): refused before a byte moves.
+  void RefusesOtherIncarnation(Transport& t) {
+    std::memset(memory_->base(), 0, 4096);
+    std::vector<uint8_t> data(4096, 0x77), back(4096, 0x11);
+    iovec in{data.data(), data.size()}, out{back.data(), back.size()};
+    std::vector<rpc::Range> ranges = {R(0, 4096)};
+    for (uint64_t other : {memory_->incarnation() + 1, uint64_t{0}}) {
+      SegmentRanges stale{&name_, &ep_, ranges, other};
+      Status w = t.Write(stale, {&in, 1}, Soon());
+      EXPECT_EQ(w.code(), ErrorCode::SEGMENT_NOT_FOUND) << w.ToString();
+      EXPECT_NE(w.message().find("incarnation"), std::string::npos) << w.ToString();
+      EXPECT_EQ(t.Read(stale, {&out, 1}, Soon()).code(), ErrorCode::SEGMENT_NOT_FOUND);
+    }
+    EXPECT_EQ(back, std::vector<uint8_t>(4096, 0x11));
+    EXPECT_EQ(memory_->base()[0], 0);
   }
 
   std::string name_ = "seg-a";
@@ -96,6 +114,26 @@ TEST_F(TransferTest, TcpRefusesOutOfSegment) {
 TEST_F(TransferTest, LocalRefusesOutOfSegment) {
   LocalTransport t(&table_);
   RefusesOutside(t);
+}
+
+TEST_F(TransferTest, TcpRefusesAnotherIncarnation) {
+  rpc::ConnectionPool pool("test");
+  TcpTransport t(&pool);
+  RefusesOtherIncarnation(t);
+  RoundTrip(t);  // the refused WRITE's payload was drained
+}
+
+TEST_F(TransferTest, LocalRefusesAnotherIncarnation) {
+  LocalTransport t(&table_);
+  RefusesOtherIncarnation(t);
+}
+
+TEST(SegmentMemoryTest, EachMappingHasItsOwnNonZeroIncarnation) {
+  auto a = SegmentMemory::Map(4096, {});
+  auto b = SegmentMemory::Map(4096, {});
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE((*a)->incarnation(), 0u);
+  EXPECT_NE((*a)->incarnation(), (*b)->incarnation());
 }
 
 TEST(SegmentMemoryTest, ZeroSizeAndHugePageErrors) {

@@ -15,11 +15,14 @@
 
 namespace kvpool::transfer {
 
-// Where the segment-side bytes are: ranges of one segment served at `endpoint`.
+// Where the segment-side bytes are: ranges of one segment served at `endpoint`, in the
+// segment's memory `incarnation` (Replica.segment_incarnation; a host serving other memory
+// under the name refuses with SEGMENT_NOT_FOUND).
 struct SegmentRanges {
   const std::string* segment_name;
   const rpc::Endpoint* endpoint;
   std::span<const rpc::Range> ranges;
+  uint64_t incarnation = 0;
 };
 
 class Transport {
@@ -27,7 +30,8 @@ class Transport {
   virtual ~Transport() = default;
   // Copies the concatenation of `src` into the concatenation of `dst.ranges`. The totals must
   // be equal. Blocks until done or `deadline`.
-  // Errors: TRANSFER_FAIL / RPC_FAIL / RPC_TIMEOUT (peer), SEGMENT_NOT_FOUND, INVALID_WRITE,
+  // Errors: TRANSFER_FAIL / RPC_FAIL / RPC_TIMEOUT (peer), SEGMENT_NOT_FOUND (not served, or
+  // another incarnation), INVALID_WRITE,
   // INVALID_PARAMS (length mismatch).
   virtual Status Write(const SegmentRanges& dst, std::span<const iovec> src, Deadline deadline) = 0;
   // Copies the concatenation of `src.ranges` into the concatenation of `dst`.

@@ -1,8 +1,8 @@
 // The data plane's request checks: DataRequest decoding in DataService::Handle and
 // SegmentTable::CheckRanges, for WRITE and READ against segments of awkward sizes. A request
-// that is served must lie wholly inside its segment: READ's reply buffers are checked against
-// the segment's bounds, and WRITE's payload (sent through a real socket pair) must land exactly
-// at the requested ranges.
+// that is served must name the segment's memory (its incarnation) and lie wholly inside it: READ's
+// reply buffers are checked against the segment's bounds, and WRITE's payload (sent through a real
+// socket pair) must land exactly at the requested ranges.
 //
 // Input: [method u8][payload length u16][DataRequest meta...].
 #include <spdlog/spdlog.h>
@@ -90,6 +90,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   rpc::DataRequest req;
   bool parsed = req.ParseFromArray(meta.data(), static_cast<int>(meta.size()));
   auto segment = parsed ? f.table.Find(req.segment_name()) : nullptr;
+  std::string rewritten;
+  if (segment != nullptr && req.segment_incarnation() == 0) {
+    // The seeds name no incarnation (the fixture's memory draws a random one): fill it in so
+    // the served path is reached. Any other value names memory that is not served: refused.
+    req.set_segment_incarnation(segment->incarnation());
+    rewritten = req.SerializeAsString();
+    meta = rewritten;
+  }
   if (segment != nullptr) {
     // CheckRanges agrees with the independent check, for both directions.
     for (bool write : {true, false}) {
@@ -122,6 +130,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   if (reply.code != ErrorCode::OK) return 0;
   FUZZ_CHECK(parsed && segment != nullptr && Inside(req, segment->size()));
+  FUZZ_CHECK(req.segment_incarnation() == segment->incarnation());
   const uint8_t* base = segment->base();
   if (method == rpc::READ) {
     FUZZ_CHECK(static_cast<int>(reply.payload.size()) == req.ranges_size());

@@ -55,10 +55,20 @@ class Pool {
     args.insert(args.end(), flags.begin(), flags.end());
     nodes_.push_back(std::make_unique<Process>(kBinary, args, "node"));
     node_ports_.push_back(port);
+    node_args_.push_back(args);
     if (!WaitForSegment(node_segment(nodes_.size() - 1))) {
       ADD_FAILURE() << "node did not mount:\n" << nodes_.back()->Log();
     }
     return *nodes_.back();
+  }
+
+  // Starts node `i` again, at once, on its port with its flags (after KillNode(i), or killing
+  // it -9 first if it still runs): a new process with new memory under the same segment name.
+  // Does not wait; node(i) is the new process.
+  Process& RestartNode(size_t i) {
+    nodes_[i].reset();
+    nodes_[i] = std::make_unique<Process>(kBinary, node_args_[i], "node");
+    return *nodes_[i];
   }
 
   // True once the master lists segment `name` (within 20 s).
@@ -125,6 +135,7 @@ class Pool {
   std::unique_ptr<Process> master_;
   std::vector<std::unique_ptr<Process>> nodes_;
   std::vector<uint16_t> node_ports_;
+  std::vector<std::vector<std::string>> node_args_;
 };
 
 }  // namespace kvpool::testing

@@ -68,6 +68,7 @@ class TenantGrantTest : public SecuredPoolTest {
   static rpc::DataRequest Request(const rpc::Replica& where, const rpc::Grant* grant) {
     rpc::DataRequest req;
     req.set_segment_name(where.segment_name());
+    req.set_segment_incarnation(where.segment_incarnation());
     rpc::Range* r = req.add_ranges();
     r->set_offset(where.offset());
     r->set_length(where.length());
