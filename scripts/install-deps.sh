@@ -28,7 +28,10 @@ if [ ${#missing[@]} -gt 0 ] || [ ${#optional[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   for p in "${optional[@]}"; do
-    if apt-cache policy "$p" 2>/dev/null | grep -q "Candidate: [^(]"; then
+    # Read the whole answer before matching: `apt-cache policy | grep -q` under pipefail fails
+    # whenever grep stops reading early (apt-cache then dies of SIGPIPE).
+    policy=$(apt-cache policy "$p" 2>/dev/null || true)
+    if grep -q "Candidate: [^(]" <<<"$policy"; then
       missing+=("$p")
     else
       echo "install-deps: $p is not available here; skipping it (optional)"

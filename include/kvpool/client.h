@@ -182,7 +182,12 @@ class Client {
   // UNAVAILABLE_IN_CURRENT_MODE (not inside one HostMemAllocator allocation), RPC_FAIL /
   // RPC_TIMEOUT (node unreachable; nothing was registered).
   virtual Status RegisterBuffer(void* ptr, size_t size) = 0;
-  // Forgets the region that starts at `ptr`. Errors: INVALID_PARAMS (not registered).
+  // Forgets the region that starts at `ptr`. Registrations are not reference-counted: one
+  // call forgets the start address however often it was registered (with the largest size
+  // given). It does not wait for calls in flight: a put or get that another thread started on
+  // that memory before keeps using it until it returns, so free or reuse the memory only after
+  // those calls returned (new calls on it fail with INVALID_PARAMS at once).
+  // Errors: INVALID_PARAMS (not registered).
   virtual Status UnregisterBuffer(void* ptr) = 0;
 
   // Stores `size` bytes at `ptr` under `key`. Objects are immutable: if the key exists, returns
