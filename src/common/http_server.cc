@@ -1,113 +1,365 @@
 #include "common/http_server.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
 #include <spdlog/spdlog.h>
-#include <sys/socket.h>
 
-#include <chrono>
+#include <algorithm>
+#include <asio.hpp>
+#include <asio/experimental/as_tuple.hpp>
+#include <cctype>
+#include <list>
+#include <thread>
+#include <vector>
 
 namespace kvpool {
 namespace {
 
-// Admin traffic is a scraper every few seconds and an operator now and then.
-constexpr size_t kWorkerThreads = 4;
-// Socket timeouts bound how long Stop waits for a slow or idle client.
-constexpr time_t kSocketTimeoutSec = 5;
-constexpr time_t kKeepAliveSec = 2;
-constexpr auto kStopWait = std::chrono::seconds(15);
+constexpr auto kAsTuple = asio::experimental::as_tuple(asio::use_awaitable);
+// An admin request is a path and a few parameters: head and body are capped.
+constexpr size_t kMaxHeadBytes = 16 * 1024;
+constexpr size_t kMaxBodyBytes = 16 * 1024;
+
+const char* Reason(int status) {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 202:
+      return "Accepted";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 413:
+      return "Payload Too Large";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Status";
+  }
+}
+
+std::string Serialize(const HttpResponse& r) {
+  std::string out = fmt::format(
+      "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n", r.status,
+      Reason(r.status), r.content_type, r.body.size());
+  if (r.status == 401) out += "WWW-Authenticate: Bearer\r\n";
+  out += "\r\n";
+  out += r.body;
+  return out;
+}
+
+HttpResponse Text(int status, std::string body) {
+  return HttpResponse{status, "text/plain", std::move(body)};
+}
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+// Equal in time that depends only on the lengths (the secret's length is not a secret).
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+  }
+  return diff == 0;
+}
+
+// One parsed request head.
+struct Request {
+  std::string method;
+  std::string path;
+  HttpParams params;
+  size_t content_length = 0;
+  std::string authorization;
+  bool form = false;  // application/x-www-form-urlencoded body
+};
+
+// Parses the head (request line and headers, without the final blank line). False: 400.
+bool ParseHead(std::string_view head, Request& req, std::string& error) {
+  size_t eol = head.find("\r\n");
+  std::string_view line = head.substr(0, eol);
+  size_t sp1 = line.find(' ');
+  size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+  if (sp2 == std::string_view::npos || line.substr(sp2 + 1).rfind("HTTP/1.", 0) != 0) {
+    error = "malformed request line";
+    return false;
+  }
+  req.method = std::string(line.substr(0, sp1));
+  std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  size_t q = target.find('?');
+  req.path = UrlDecode(target.substr(0, q), /*plus_is_space=*/false);
+  if (q != std::string_view::npos) ParseUrlParams(target.substr(q + 1), req.params);
+  while (eol != std::string_view::npos) {
+    head.remove_prefix(eol + 2);
+    eol = head.find("\r\n");
+    std::string_view h = head.substr(0, eol);
+    if (h.empty()) continue;
+    size_t colon = h.find(':');
+    if (colon == std::string_view::npos) {
+      error = "malformed header line";
+      return false;
+    }
+    std::string_view name = h.substr(0, colon);
+    std::string_view value = Trim(h.substr(colon + 1));
+    if (EqualsIgnoreCase(name, "Content-Length")) {
+      size_t n = 0;
+      for (char c : value) {
+        if (c < '0' || c > '9' || n > kMaxBodyBytes) {
+          error = "bad Content-Length";
+          return false;
+        }
+        n = n * 10 + static_cast<size_t>(c - '0');
+      }
+      req.content_length = n;
+    } else if (EqualsIgnoreCase(name, "Transfer-Encoding")) {
+      error = "chunked bodies are not accepted";
+      return false;
+    } else if (EqualsIgnoreCase(name, "Authorization")) {
+      req.authorization = std::string(value);
+    } else if (EqualsIgnoreCase(name, "Content-Type")) {
+      req.form = value.rfind("application/x-www-form-urlencoded", 0) == 0;
+    }
+  }
+  return true;
+}
 
 }  // namespace
 
-HttpServer::HttpServer(std::string name, std::string host, uint16_t port, HttpHandlers handlers)
-    : name_(std::move(name)), host_(std::move(host)), port_(port), handlers_(std::move(handlers)) {}
+std::string UrlDecode(std::string_view s, bool plus_is_space) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2])));
+      i += 2;
+    } else if (s[i] == '+' && plus_is_space) {
+      out.push_back(' ');
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+void ParseUrlParams(std::string_view query, HttpParams& out) {
+  while (!query.empty()) {
+    size_t amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    if (!pair.empty()) {
+      size_t eq = pair.find('=');
+      std::string_view key = pair.substr(0, eq);
+      std::string_view value = eq == std::string_view::npos ? "" : pair.substr(eq + 1);
+      out.emplace(UrlDecode(key, true), UrlDecode(value, true));
+    }
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+}
+
+// Everything one Start..Stop owns. Connections live on the I/O thread; handlers run on the pool.
+struct HttpServer::Running {
+  struct Conn {
+    asio::ip::tcp::socket socket;
+    bool reading = true;                  // still reading its request (may be evicted)
+    std::list<Conn*>::iterator position;  // in `open`
+    explicit Conn(asio::ip::tcp::socket s) : socket(std::move(s)) {}
+  };
+
+  explicit Running(const HttpServer& server)
+      : owner(server), acceptor(io), pool(server.limits_.worker_threads) {}
+
+  asio::awaitable<void> Accept();
+  asio::awaitable<void> Serve(asio::ip::tcp::socket socket);
+  asio::awaitable<HttpResponse> Answer(Conn& conn);
+  HttpResponse Dispatch(const Request& req) const;
+
+  const HttpServer& owner;
+  asio::io_context io;
+  asio::ip::tcp::acceptor acceptor;
+  asio::thread_pool pool;
+  std::list<Conn*> open;  // oldest first; I/O thread only
+  std::thread thread;
+};
+
+asio::awaitable<void> HttpServer::Running::Accept() {
+  asio::steady_timer backoff(io);
+  for (;;) {
+    auto [ec, socket] = co_await acceptor.async_accept(kAsTuple);
+    if (ec) {
+      if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+      spdlog::warn("{}: accept failed: {}", owner.name_, ec.message());
+      backoff.expires_after(std::chrono::milliseconds(50));  // out of descriptors: let some end
+      co_await backoff.async_wait(kAsTuple);
+      continue;
+    }
+    asio::co_spawn(io, Serve(std::move(socket)), asio::detached);
+  }
+}
+
+asio::awaitable<void> HttpServer::Running::Serve(asio::ip::tcp::socket socket) {
+  Conn conn(std::move(socket));
+  if (open.size() >= owner.limits_.max_connections) {
+    auto victim = std::find_if(open.begin(), open.end(), [](Conn* c) { return c->reading; });
+    if (victim == open.end()) {
+      std::string refused = Serialize(Text(503, "too many connections\n"));
+      co_await asio::async_write(conn.socket, asio::buffer(refused), kAsTuple);
+      co_return;
+    }
+    asio::error_code ignored;
+    (*victim)->socket.close(ignored);  // its pending read ends with an error
+    (*victim)->reading = false;
+  }
+  conn.position = open.insert(open.end(), &conn);
+  asio::steady_timer deadline(io);
+  deadline.expires_after(owner.limits_.connection_deadline);
+  auto alive = std::make_shared<Conn*>(&conn);  // cleared when this coroutine ends
+  deadline.async_wait([alive](const asio::error_code& e) {
+    if (e || *alive == nullptr) return;
+    asio::error_code ignored;
+    (*alive)->socket.close(ignored);  // a slow client: every pending operation ends
+  });
+  HttpResponse response = co_await Answer(conn);
+  conn.reading = false;
+  if (response.status != 0 && conn.socket.is_open()) {
+    std::string out = Serialize(response);
+    co_await asio::async_write(conn.socket, asio::buffer(out), kAsTuple);
+    asio::error_code ignored;
+    conn.socket.shutdown(asio::socket_base::shutdown_send, ignored);
+  }
+  *alive = nullptr;
+  deadline.cancel();
+  open.erase(conn.position);
+}
+
+// Reads the request and runs its handler. Status 0: nothing to answer (the peer went away or
+// was cut off).
+asio::awaitable<HttpResponse> HttpServer::Running::Answer(Conn& conn) {
+  std::string buf;
+  auto [ec, n] = co_await asio::async_read_until(
+      conn.socket, asio::dynamic_buffer(buf, kMaxHeadBytes), "\r\n\r\n", kAsTuple);
+  if (ec == asio::error::not_found) co_return Text(431, "request head too large\n");
+  if (ec) co_return HttpResponse{0, "", ""};
+  Request req;
+  std::string error;
+  if (!ParseHead(std::string_view(buf).substr(0, n - 2), req, error)) {
+    co_return Text(400, error + "\n");
+  }
+  if (req.content_length > kMaxBodyBytes) co_return Text(413, "request body too large\n");
+  std::string body = buf.substr(n);
+  if (body.size() < req.content_length) {
+    size_t have = body.size();
+    body.resize(req.content_length);
+    auto [bec, bn] = co_await asio::async_read(
+        conn.socket, asio::buffer(body.data() + have, body.size() - have), kAsTuple);
+    if (bec) co_return HttpResponse{0, "", ""};
+  }
+  body.resize(req.content_length);
+  if (req.form) ParseUrlParams(body, req.params);
+  conn.reading = false;
+  // The handler runs on the pool; the connection waits without holding the I/O thread.
+  co_await asio::post(pool, asio::use_awaitable);
+  HttpResponse response = Dispatch(req);
+  co_await asio::post(io, asio::use_awaitable);
+  co_return response;
+}
+
+HttpResponse HttpServer::Running::Dispatch(const Request& req) const {
+  const HttpHandlers& h = owner.handlers_;
+  try {
+    if (req.method == "GET") return h.get(req.path, req.params);
+    if (req.method != "POST") return Text(405, "method not allowed\n");
+    if (!h.post) return Text(405, "method not allowed\n");
+    if (!h.post_enabled) return Text(403, h.post_disabled_reason + "\n");
+    if (!h.post_secret.empty() &&
+        !ConstantTimeEquals(req.authorization, "Bearer " + h.post_secret)) {
+      spdlog::warn("{}: refusing POST {}: no valid Authorization: Bearer <pool secret>",
+                   owner.name_, req.path);
+      return Text(401, "this endpoint needs \"Authorization: Bearer <pool secret>\"\n");
+    }
+    return h.post(req.path, req.params);
+  } catch (const std::exception& e) {
+    spdlog::error("{} path={} error={}", owner.name_, req.path, e.what());
+    return Text(500, fmt::format("internal error: {}\n", e.what()));
+  }
+}
+
+HttpServer::HttpServer(std::string name, std::string host, uint16_t port, HttpHandlers handlers,
+                       HttpLimits limits)
+    : name_(std::move(name)),
+      host_(std::move(host)),
+      port_(port),
+      handlers_(std::move(handlers)),
+      limits_(limits) {}
 
 HttpServer::~HttpServer() { Stop(); }
 
 Status HttpServer::Start() {
-  if (server_ != nullptr) {
+  if (running_ != nullptr) {
     return Status(ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS, name_ + " already started");
   }
-  auto server = std::make_unique<httplib::Server>();
-  server->new_task_queue = [] { return new httplib::ThreadPool(kWorkerThreads); };
-  // cpp-httplib's default sets SO_REUSEPORT, which would let a second master bind the same port
-  // and silently take half the scrapes. SO_REUSEADDR only: a taken port is an error.
-  server->set_socket_options([](int sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
-  server->set_read_timeout(kSocketTimeoutSec, 0);
-  server->set_write_timeout(kSocketTimeoutSec, 0);
-  server->set_keep_alive_timeout(kKeepAliveSec);
-  server->set_payload_max_length(64 << 10);
-  auto serve = [](const HttpHandler& handler) {
-    return [&handler](const httplib::Request& req, httplib::Response& res) {
-      HttpParams params(req.params.begin(), req.params.end());
-      HttpResponse r = handler(req.path, params);
-      res.status = r.status;
-      res.set_content(std::move(r.body), r.content_type.c_str());
-    };
-  };
-  server->Get("/.*", serve(handlers_.get));
-  if (handlers_.post) {
-    server->Post("/.*", serve(handlers_.post));
-  } else {
-    server->Post("/.*", [](const httplib::Request&, httplib::Response& res) {
-      res.status = 405;
-      res.set_content("method not allowed\n", "text/plain");
-    });
-  }
-  server->set_exception_handler(
-      [name = name_](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-        std::string what = "unknown exception";
-        try {
-          std::rethrow_exception(ep);
-        } catch (const std::exception& e) {
-          what = e.what();
-        } catch (...) {
-        }
-        spdlog::error("{} path={} error={}", name, req.path, what);
-        res.status = 500;
-        res.set_content("internal error: " + what + "\n", "text/plain");
-      });
-
-  int port = port_;
-  if (port_ == 0) {
-    port = server->bind_to_any_port(host_);
-  } else if (!server->bind_to_port(host_, port_)) {
-    port = -1;
-  }
-  if (port <= 0) {
+  auto r = std::make_unique<Running>(*this);
+  asio::error_code ec;
+  auto addr = asio::ip::make_address(host_, ec);
+  asio::ip::tcp::endpoint ep(addr, port_);
+  if (!ec) r->acceptor.open(ep.protocol(), ec);
+  // SO_REUSEADDR only (no SO_REUSEPORT): a second server on a taken port is an error.
+  if (!ec) r->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) r->acceptor.bind(ep, ec);
+  if (!ec) r->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    r->pool.join();
     return Status(ErrorCode::RPC_FAIL,
                   fmt::format("{} cannot listen on {}:{} (port taken, or not an address "
-                              "of this machine); pass another --metrics_port (0: any free port) "
-                              "or --enable_http_admin=false",
-                              name_, host_, port_));
+                              "of this machine: {}); pass another --metrics_port (0: any free "
+                              "port) or --enable_http_admin=false",
+                              name_, host_, port_, ec.message()));
   }
-  bound_port_ = static_cast<uint16_t>(port);
-  server_ = std::move(server);
-  finished_ = false;
-  thread_ = std::thread([this] {
-    server_->listen_after_bind();
-    finished_ = true;
-  });
+  bound_port_ = r->acceptor.local_endpoint().port();
+  asio::co_spawn(r->io, r->Accept(), asio::detached);
+  Running* raw = r.get();
+  r->thread = std::thread([raw] { raw->io.run(); });
+  running_ = std::move(r);
   return Status::Ok();
 }
 
 void HttpServer::Stop() {
-  if (server_ == nullptr) return;
-  // stop() takes effect only once the accept loop runs (it may not have started yet), and must
-  // be called once: wait for it to run, or for the loop to have ended on its own.
-  auto end = std::chrono::steady_clock::now() + kStopWait;
-  while (!finished_ && std::chrono::steady_clock::now() < end) {
-    if (server_->is_running()) {
-      server_->stop();
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  if (thread_.joinable()) thread_.join();
-  server_.reset();
+  if (running_ == nullptr) return;
+  Running& r = *running_;
+  asio::post(r.io, [&r] {
+    asio::error_code ignored;
+    r.acceptor.close(ignored);
+  });
+  r.pool.join();  // handlers already running finish; their answers are not sent
+  r.io.stop();
+  if (r.thread.joinable()) r.thread.join();
+  running_.reset();  // destroys the connections still open
 }
 
 }  // namespace kvpool

@@ -1,8 +1,17 @@
 // HttpServer on a real socket: routing to the handlers, POST without a handler, start/stop.
 #include "common/http_server.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
 
 namespace kvpool {
 namespace {
@@ -73,6 +82,163 @@ TEST(HttpServerTest, StopRightAfterStartDoesNotHang) {
     server.Stop();
     server.Stop();  // idempotent
   }
+}
+
+// A raw loopback connection to `port` (a client that sends what a test says, when it says).
+int RawConnect(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  return fd;
+}
+
+// Slow-loris: clients that send one header line at a time, slower than any request should
+// take, must hold no thread: /health answers at once all along, and each slow client is cut
+// off at the connection deadline.
+TEST(HttpServerTest, SlowClientsDoNotBlockOthersAndAreCutOff) {
+  HttpLimits limits;
+  limits.connection_deadline = std::chrono::milliseconds(1500);
+  HttpServer server("test", "127.0.0.1", 0, EchoHandlers(false), limits);
+  ASSERT_TRUE(server.Start().ok());
+  constexpr int kSlow = 16;  // four times the worker threads
+  std::vector<int> slow;
+  for (int i = 0; i < kSlow; ++i) {
+    int fd = RawConnect(server.port());
+    ASSERT_GE(fd, 0);
+    ASSERT_GT(::write(fd, "GET /health HTTP/1.1\r\n", 23), 0);
+    slow.push_back(fd);
+  }
+  std::atomic<bool> stop{false};
+  std::thread loris([&] {
+    for (int line = 0; line < 10 && !stop; ++line) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      for (int fd : slow) (void)::send(fd, "X-Slow: 1\r\n", 11, MSG_NOSIGNAL);
+    }
+  });
+  auto c = ClientFor(server);
+  for (int i = 0; i < 5; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    auto r = c.Get("/health");
+    ASSERT_TRUE(r) << httplib::to_string(r.error());
+    EXPECT_EQ(r->status, 200);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  }
+  // Past the deadline (1.5 s) every slow client has been closed without an answer.
+  for (int fd : slow) {
+    char buf[256];
+    ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    EXPECT_TRUE(n == 0 || (n < 0 && errno == ECONNRESET)) << "got " << n;
+  }
+  stop = true;
+  loris.join();
+  for (int fd : slow) ::close(fd);
+}
+
+// Connections that never finish their request cannot fill the server: past max_connections the
+// oldest still reading is closed to make room.
+TEST(HttpServerTest, IdleConnectionsAreCappedAndTheOldestMakeRoom) {
+  HttpLimits limits;
+  limits.max_connections = 8;
+  HttpServer server("test", "127.0.0.1", 0, EchoHandlers(false), limits);
+  ASSERT_TRUE(server.Start().ok());
+  std::vector<int> idle;
+  for (int i = 0; i < 50; ++i) idle.push_back(RawConnect(server.port()));
+  auto c = ClientFor(server);
+  auto r = c.Get("/health");
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 200);
+  char b;
+  EXPECT_EQ(::recv(idle[0], &b, 1, 0), 0);  // the oldest was closed
+  for (int fd : idle) ::close(fd);
+}
+
+TEST(HttpServerTest, OversizedOrMalformedRequestsAreRefused) {
+  HttpServer server("test", "127.0.0.1", 0, EchoHandlers(true));
+  ASSERT_TRUE(server.Start().ok());
+  auto c = ClientFor(server);
+  httplib::Headers big = {{"X-Big", std::string(20000, 'a')}};
+  auto r = c.Get("/health", big);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 431);
+  r = c.Post("/drain", std::string(20000, 'b'), "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+  auto d = c.Delete("/x");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->status, 405);
+  int fd = RawConnect(server.port());
+  ASSERT_GT(::write(fd, "NONSENSE\r\n\r\n", 12), 0);
+  char buf[64] = {};
+  ASSERT_GT(::recv(fd, buf, sizeof(buf) - 1, 0), 0);
+  EXPECT_EQ(std::string(buf).substr(0, 12), "HTTP/1.1 400");
+  ::close(fd);
+}
+
+TEST(HttpServerTest, FormBodyParametersReachTheHandler) {
+  HttpHandlers h = EchoHandlers(false);
+  h.post = [](std::string_view path, const HttpParams& params) {
+    std::string body = "POST " + std::string(path);
+    for (const auto& [k, v] : params) body += " " + k + "=" + v;
+    return HttpResponse{200, "text/plain", body};
+  };
+  HttpServer server("test", "127.0.0.1", 0, h);
+  ASSERT_TRUE(server.Start().ok());
+  auto c = ClientFor(server);
+  auto r = c.Post("/drain?a=1", "b=x+y&c=%2F", "application/x-www-form-urlencoded");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, "POST /drain a=1 b=x y c=/");
+}
+
+// With a secret, a POST reaches its handler only with "Authorization: Bearer <secret>"; with
+// writes disabled, never.
+TEST(HttpServerTest, PostNeedsTheSecretAndCanBeDisabled) {
+  HttpHandlers h = EchoHandlers(true);
+  h.post_secret = "s3cret";
+  HttpServer server("test", "127.0.0.1", 0, h);
+  ASSERT_TRUE(server.Start().ok());
+  auto c = ClientFor(server);
+  auto r = c.Post("/drain", "", "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  EXPECT_EQ(r->get_header_value("WWW-Authenticate"), "Bearer");
+  r = c.Post("/drain", {{"Authorization", "Bearer s3cre"}}, "", "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  r = c.Post("/drain", {{"Authorization", "Bearer s3cret"}}, "", "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 202);
+  EXPECT_EQ(c.Get("/x")->status, 200);  // reads need nothing
+
+  h.post_enabled = false;
+  h.post_disabled_reason = "writes are off (--admin_writes=false)";
+  HttpServer off("test", "127.0.0.1", 0, h);
+  ASSERT_TRUE(off.Start().ok());
+  auto c2 = ClientFor(off);
+  r = c2.Post("/drain", {{"Authorization", "Bearer s3cret"}}, "", "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+  EXPECT_EQ(r->body, "writes are off (--admin_writes=false)\n");
+}
+
+TEST(UrlDecodeTest, EscapesPlusAndMalformed) {
+  EXPECT_EQ(UrlDecode("a%20b+c", true), "a b c");
+  EXPECT_EQ(UrlDecode("a+b", false), "a+b");
+  EXPECT_EQ(UrlDecode("%zz%4", true), "%zz%4");
+  EXPECT_EQ(UrlDecode("%ff", true), "\xff");
+  HttpParams p;
+  ParseUrlParams("x=1&&y&z=%41=", p);
+  EXPECT_EQ(p.size(), 3u);
+  EXPECT_EQ(p.find("y")->second, "");
+  EXPECT_EQ(p.find("z")->second, "A=");
 }
 
 }  // namespace

@@ -122,8 +122,16 @@ AdminResponse AdminRoutes::Post(std::string_view path, const Params& params) con
   if (seg == params.end() || seg->second.empty()) {
     return Error(Status(ErrorCode::INVALID_PARAMS, "pass ?segment=NAME"));
   }
-  auto undo = params.find("undo");
-  bool draining = undo == params.end() || (undo->second != "1" && undo->second != "true");
+  bool draining = true;
+  if (auto undo = params.find("undo"); undo != params.end()) {
+    const std::string& v = undo->second;
+    if (v == "1" || v == "true" || v == "yes") {
+      draining = false;
+    } else if (!(v == "0" || v == "false" || v == "no")) {
+      return Error(Status(ErrorCode::INVALID_PARAMS,
+                          fmt::format("undo={} is not one of true/false/yes/no/1/0", v)));
+    }
+  }
   Status st = core_->SetDraining(seg->second, draining);
   if (!st.ok()) return Error(st);
   return Json({{"segment", seg->second}, {"accepting", !draining}});

@@ -9,7 +9,10 @@
 //   /object?key=K (or key_hex=HEX)   JSON: one object's size, state, replicas and lease
 //   /clients                         JSON: clients and nodes heard from within --client_ttl
 //   /tenants                         JSON: per tenant, replica bytes, objects and quota
-//   POST /drain?segment=NAME[&undo=1] JSON: the segment takes no new replicas (or again)
+//   POST /drain?segment=NAME[&undo=1] JSON: the segment takes no new replicas (or again); undo
+//                                    is one of true/false/yes/no/1/0 (anything else: 400).
+//                                    The HTTP server asks for the pool secret first when one is
+//                                    set, and refuses every POST with --admin_writes=false.
 //
 // Bad parameters answer 400 with {"code": "INVALID_PARAMS", "message": "..."}; a missing object
 // 404 with code OBJECT_NOT_FOUND; an unknown path 404. Keys that are not printable ASCII also

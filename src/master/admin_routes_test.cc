@@ -91,6 +91,31 @@ TEST_F(AdminRoutesTest, DrainMarksASegment) {
   EXPECT_EQ(routes_.Post("/objects", {}).status, 404);
 }
 
+// undo is parsed strictly: yes/true/1 undo, no/false/0 drain, anything else is a 400 that
+// changes nothing (before, any value but "1" and "true" drained).
+TEST_F(AdminRoutesTest, DrainUndoIsParsedStrictly) {
+  Mount("node", "node:1");
+  auto accepting = [&] { return GetJson("/segments")["segments"][0]["accepting"].get<bool>(); };
+  for (const char* v : {"yes", "true", "1"}) {
+    ASSERT_EQ(routes_.Post("/drain", {{"segment", "node:1"}}).status, 200);
+    AdminResponse r = routes_.Post("/drain", {{"segment", "node:1"}, {"undo", v}});
+    EXPECT_EQ(r.status, 200) << v << ": " << r.body;
+    EXPECT_TRUE(accepting()) << v;
+  }
+  for (const char* v : {"no", "false", "0"}) {
+    AdminResponse r = routes_.Post("/drain", {{"segment", "node:1"}, {"undo", v}});
+    EXPECT_EQ(r.status, 200) << v << ": " << r.body;
+    EXPECT_FALSE(accepting()) << v;
+    ASSERT_EQ(routes_.Post("/drain", {{"segment", "node:1"}, {"undo", "1"}}).status, 200);
+  }
+  for (const char* v : {"", "Yes", "2", "undo", "truee"}) {
+    AdminResponse r = routes_.Post("/drain", {{"segment", "node:1"}, {"undo", v}});
+    EXPECT_EQ(r.status, 400) << "undo=" << v;
+    EXPECT_EQ(json::parse(r.body)["code"], "INVALID_PARAMS");
+    EXPECT_TRUE(accepting()) << "undo=" << v << " changed the segment";
+  }
+}
+
 TEST_F(AdminRoutesTest, SegmentsObjectsObjectClients) {
   Mount("node", "node:1");
   PutComplete("c", "page/1", 100);

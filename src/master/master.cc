@@ -48,6 +48,10 @@ Master::Master(const MasterOptions& options)
     handlers.post = [this](std::string_view path, const HttpParams& params) {
       return routes_.Post(path, params);
     };
+    handlers.post_enabled = options.admin_writes;
+    handlers.post_disabled_reason =
+        "admin writes are disabled on this master (--admin_writes=false)";
+    handlers.post_secret = options.security.auth_secret;  // "" without a secret
     http_ = std::make_unique<HttpServer>("master http admin", MetricsHostOf(options),
                                          static_cast<uint16_t>(options.metrics_port),
                                          std::move(handlers));
@@ -77,12 +81,16 @@ Status Master::Start() {
   }
   if (http_ != nullptr && MetricsHostOf(options_) != "127.0.0.1" &&
       MetricsHostOf(options_) != "::1") {
-    // The secret and TLS cover the RPC port only (docs/security.md).
+    // The secret covers only the admin port's writes; TLS does not apply (docs/security.md).
     spdlog::warn(
-        "HTTP admin on {}:{} is not authenticated: it lists keys, clients and segments to anyone "
-        "who can reach it; bind it to a trusted address with --metrics_host or turn it off with "
-        "--enable_http_admin=false",
-        MetricsHostOf(options_), http_->port());
+        "HTTP admin on {}:{} is not authenticated for reads: it lists keys, clients and segments "
+        "to anyone who can reach it{}; bind it to a trusted address with --metrics_host or turn "
+        "it off with --enable_http_admin=false",
+        MetricsHostOf(options_), http_->port(),
+        !options_.admin_writes                  ? ""
+        : options_.security.auth_secret.empty() ? ", and POST /drain to anyone (set a pool secret "
+                                                  "or --admin_writes=false)"
+                                                : "");
   }
   housekeeper_ = std::thread([this] { HousekeepingLoop(); });
   return Status::Ok();

@@ -72,6 +72,10 @@ void AddMasterFlags(CLI::App& app, MasterOptions& o) {
   app.add_option("--enable_http_admin", o.enable_http_admin,
                  "serve /metrics and the admin endpoints over HTTP (true/false)")
       ->capture_default_str();
+  app.add_option("--admin_writes", o.admin_writes,
+                 "serve HTTP admin endpoints that change state, POST /drain (true/false); with "
+                 "a pool secret they need 'Authorization: Bearer <secret>'")
+      ->capture_default_str();
   app.add_option("--metrics_port", o.metrics_port, "HTTP admin/metrics port (0: any free port)")
       ->capture_default_str();
   app.add_option("--metrics_host", o.metrics_host,

@@ -51,6 +51,9 @@ struct MasterOptions {
   // Serve /metrics and the admin endpoints (/health, /segments, /objects, /object, /clients)
   // over HTTP. Flag --enable_http_admin (true/false). Default true.
   bool enable_http_admin = true;
+  // Serve the HTTP admin endpoints that change state (POST /drain). With a pool secret they
+  // also need "Authorization: Bearer <secret>". Flag --admin_writes (true/false). Default true.
+  bool admin_writes = true;
   // Port of the HTTP admin server. Flag --metrics_port. Default 9003 (Mooncake's metrics port);
   // 0 picks any free port (tests). Must differ from --rpc_port.
   int metrics_port = 9003;

@@ -1,21 +1,31 @@
 // The node's local endpoint for standalone clients: listens on Unix sockets (the abstract
-// "@kvpool_node_<port>.sock", plus an optional filesystem path), runs one thread per connection
-// and hands each request to the AttachService. Connections are few (one or a handful per
-// engine process) and their calls block on the store, so a thread each keeps it simple.
+// "@kvpool_node_<port>.sock", plus an optional filesystem path) and hands each request to the
+// AttachService.
+//
+// Threads: one I/O thread (Asio) waits on every connection and reads every frame without
+// blocking; a small fixed pool (`worker_threads`) runs the requests, which block on the store.
+// An idle or slow connection holds no thread.
 //
 // Access: only processes running as the node's user (or root) may attach (SO_PEERCRED); any
 // other local user's connection is closed unanswered (docs/security.md).
 //
-// Faults it contains: a malformed frame, an unexpected descriptor, a frame not completed within
-// `frame_timeout` or a version mismatch closes that one connection with a log line; everyone
-// else is served on. Every wait is bounded; Stop() returns once every connection thread has
-// finished its current request.
+// Limits (docs/security.md). A connection must attach (ATTACH or JOIN_SESSION) within
+// `attach_timeout` of being accepted; at most `max_pending` connections may be unattached at
+// once, and a new one closes the oldest of them (a client that attaches at once is never shut
+// out by idle ones); before it attaches a frame's metadata is at most 4 KiB. A frame must be
+// complete within `frame_timeout` of its first byte. Past `max_connections` a new connection's
+// HELLO is answered UNAVAILABLE_IN_CURRENT_STATUS ("... local connections are open") and it is
+// closed.
+//
+// Faults it contains: a malformed frame, an unexpected descriptor, a frame not completed in
+// time or a version mismatch closes that one connection with a log line; everyone else is
+// served on. Stop() returns once every request in flight has finished.
 #pragma once
 
+#include <asio.hpp>
 #include <atomic>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,10 +42,13 @@ namespace kvpool::node {
 std::string LocalSocketName(uint16_t port);
 
 struct AttachServerOptions {
-  std::vector<std::string> socket_names;                     // "@abstract" or filesystem paths
-  Clock::duration frame_timeout = std::chrono::seconds(10);  // one frame, once it has started
-  Clock::duration tick = std::chrono::milliseconds(200);     // stop / silence checks
-  size_t max_connections = 1024;
+  std::vector<std::string> socket_names;                      // "@abstract" or filesystem paths
+  Clock::duration frame_timeout = std::chrono::seconds(10);   // one frame, once it has started
+  Clock::duration attach_timeout = std::chrono::seconds(10);  // accept to ATTACH / JOIN_SESSION
+  Clock::duration tick = std::chrono::milliseconds(200);      // silent-session checks
+  size_t max_connections = 4096;   // open at once; more are refused with a clear error
+  size_t max_pending = 256;        // not yet attached at once; the oldest makes room
+  int worker_threads = 8;          // run requests (they block on the store)
   NodeMetrics* metrics = nullptr;  // when set, every request is recorded there (must outlive)
 };
 
@@ -48,31 +61,40 @@ class AttachServer {
   // Listens on every name and starts accepting. Errors: RPC_FAIL (a name in use: another node
   // with the same --port on this host, or a live process on the path), INVALID_PARAMS.
   Status Start();
-  // Stops accepting, ends every connection and joins the threads. Idempotent.
+  // Stops accepting, ends every connection (requests in flight finish first) and joins the
+  // threads. Idempotent.
   void Stop();
+  // Open connections, and those of them not attached yet (tests and metrics).
+  size_t connections() const { return open_count_.load(); }
+  size_t pending() const { return pending_count_.load(); }
 
  private:
-  struct Worker {
-    std::thread thread;
-    std::shared_ptr<ConnectionHandle> handle;
-    std::atomic<bool> done{false};
-  };
-  void AcceptLoop();
-  void Serve(Worker* worker);
-  // Reads and answers frames until the peer leaves, errs or the server stops.
-  void ServeFrames(LocalConnection& conn);
-  void ReapWorkers(bool all);
+  struct Conn;
+  asio::awaitable<void> AcceptLoop(size_t listener);
+  asio::awaitable<void> Serve(std::shared_ptr<Conn> conn);
+  // Reads the next frame into conn's reader. False when the connection must end.
+  asio::awaitable<bool> ReadFrame(Conn& conn);
+  // Answers one frame (on a worker thread, or inline for HELLO). False: close the connection.
+  bool Answer(Conn& conn, rpc::UnixFrame& frame);
+  void Admit(const std::shared_ptr<Conn>& conn);  // I/O thread
+  void Attached(Conn& conn);                      // I/O thread
+  void Rearm(Conn& conn);                         // I/O thread
+  asio::awaitable<void> Housekeeping();
 
   const AttachServerOptions options_;
   AttachService* const service_;
   std::vector<rpc::UniqueFd> listeners_;
   std::vector<std::string> paths_;  // filesystem sockets to unlink on stop
-  rpc::UniqueFd wake_;              // eventfd that interrupts the accept loop
-  std::thread acceptor_;
-  std::atomic<bool> stopping_{false};
   bool started_ = false;
-  std::mutex workers_mu_;
-  std::list<std::unique_ptr<Worker>> workers_;  // guarded by workers_mu_
+  std::atomic<bool> stopping_{false};
+  std::atomic<size_t> open_count_{0};
+  std::atomic<size_t> pending_count_{0};
+  // Before io_: coroutines destroyed with io_ still reference these.
+  std::list<std::shared_ptr<Conn>> conns_;  // every open connection, oldest first; I/O thread
+  asio::io_context io_;
+  std::vector<std::unique_ptr<asio::posix::stream_descriptor>> listen_waiters_;  // I/O thread
+  std::unique_ptr<asio::thread_pool> pool_;
+  std::thread io_thread_;
 };
 
 }  // namespace kvpool::node

@@ -72,6 +72,7 @@ class SecureServerTest : public ::testing::Test {
     o.host = "127.0.0.1";
     o.limits.max_payload_bytes = 1 << 20;
     o.frame_timeout = milliseconds(500);
+    o.handshake_timeout = milliseconds(500);
     o.security = std::move(security);
     server_ = std::make_unique<Server>(o, &service_);
     Status st = server_->Start();
@@ -221,6 +222,50 @@ TEST_F(SecureServerTest, RequestBeforeAuthGetsGenericErrorAndClose) {
   char c;
   EXPECT_LE(::read(fd, &c, 1), 0);  // closed
   ::close(fd);
+  EXPECT_EQ(service_.handled.load(), 0);
+}
+
+// A peer that stops after any byte of its AUTH frame (HELLO done), or after its HELLO, or sends
+// nothing, is closed at the handshake deadline (500 ms here); none reaches the service.
+TEST_F(SecureServerTest, StallAnywhereInTheHandshakeIsTimedOut) {
+  StartServer(WithSecret("s3cret"));
+  rpc::Hello hello;
+  hello.set_protocol_version(kProtocolVersion);
+  hello.set_client_nonce(MakeAuthNonce());
+  const std::string hello_meta = hello.SerializeAsString();
+  FrameHeader h;
+  h.method = HELLO;
+  h.meta_len = static_cast<uint32_t>(hello_meta.size());
+  std::string hello_frame(kFrameHeaderBytes, '\0');
+  EncodeFrameHeader(h, reinterpret_cast<uint8_t*>(hello_frame.data()));
+  hello_frame += hello_meta;
+  Auth auth;
+  auth.set_client_proof(std::string(32, 'p'));
+  h.method = AUTH;
+  h.meta_len = static_cast<uint32_t>(auth.ByteSizeLong());
+  std::string auth_frame(kFrameHeaderBytes, '\0');
+  EncodeFrameHeader(h, reinterpret_cast<uint8_t*>(auth_frame.data()));
+  auth_frame += auth.SerializeAsString();
+  std::vector<int> fds;
+  for (size_t k = 0; k < hello_frame.size() + auth_frame.size(); ++k) {
+    int fd = RawLoopbackSocket(ep_.port);
+    ASSERT_GE(fd, 0);
+    std::string prefix = (hello_frame + auth_frame).substr(0, k);
+    ASSERT_EQ(::write(fd, prefix.data(), prefix.size()), static_cast<ssize_t>(prefix.size()));
+    fds.push_back(fd);
+  }
+  auto start = Clock::now();
+  for (int fd : fds) {
+    // Closed (reads end); a peer past its HELLO first gets the HELLO reply.
+    char buf[512];
+    ssize_t n;
+    do {
+      n = ::read(fd, buf, sizeof(buf));
+    } while (n > 0);
+    EXPECT_TRUE(n == 0 || errno == ECONNRESET) << "still open after " << n;
+    ::close(fd);
+  }
+  EXPECT_LT(Clock::now() - start, seconds(3));
   EXPECT_EQ(service_.handled.load(), 0);
 }
 

@@ -21,6 +21,12 @@ constexpr auto kUseTuple = asio::experimental::as_tuple(asio::use_awaitable);
 // ~100 bytes): an anonymous peer cannot make the server allocate more.
 constexpr uint32_t kMaxHandshakeMetaBytes = 4096;
 constexpr const char* kAuthFailed = "authentication failed";
+// Metadata is read in pieces of at least this much, each no larger than what has arrived so
+// far: a header that announces 64 MiB costs memory only as the bytes come.
+constexpr size_t kMetaChunkBytes = 64 * 1024;
+// A connection's metadata buffer is kept between frames up to this capacity (reused), and
+// freed after a larger frame.
+constexpr size_t kKeptMetaBytes = 1 << 20;
 
 std::string PeerName(const asio::ip::tcp::socket& s) {
   asio::error_code ec;
@@ -35,6 +41,9 @@ class PlainStream : public ServerStream {
   explicit PlainStream(asio::ip::tcp::socket& socket) : socket_(socket) {}
   asio::awaitable<IoResult> ReadAll(const std::vector<asio::mutable_buffer>& buffers) override {
     co_return co_await asio::async_read(socket_, buffers, kUseTuple);
+  }
+  asio::awaitable<IoResult> ReadSome(asio::mutable_buffer buffer) override {
+    co_return co_await socket_.async_read_some(buffer, kUseTuple);
   }
   asio::awaitable<IoResult> WriteAll(const std::vector<asio::const_buffer>& buffers) override {
     co_return co_await asio::async_write(socket_, buffers, kUseTuple);
@@ -54,6 +63,9 @@ class TlsStream : public ServerStream {
   asio::ssl::stream<asio::ip::tcp::socket>& ssl() { return ssl_; }
   asio::awaitable<IoResult> ReadAll(const std::vector<asio::mutable_buffer>& buffers) override {
     co_return co_await asio::async_read(ssl_, buffers, kUseTuple);
+  }
+  asio::awaitable<IoResult> ReadSome(asio::mutable_buffer buffer) override {
+    co_return co_await ssl_.async_read_some(buffer, kUseTuple);
   }
   asio::awaitable<IoResult> WriteAll(const std::vector<asio::const_buffer>& buffers) override {
     co_return co_await asio::async_write(ssl_, buffers, kUseTuple);
@@ -76,16 +88,75 @@ std::string SubjectOf(SSL* ssl) {
   return buf;
 }
 
-// Closes `stream` when the timer fires (a connection that stalls mid-frame or mid-handshake).
-void Arm(asio::steady_timer& watchdog, Clock::duration timeout, ServerStream& stream,
-         std::string name, std::string peer, const char* what) {
-  watchdog.expires_after(timeout);
-  watchdog.async_wait([&stream, name, peer, what](const asio::error_code& e) {
-    if (e) return;
-    spdlog::warn("{}: closing connection from {}: {} not completed in time", name, peer, what);
-    stream.Close();
-  });
-}
+// Closes a connection's stream when its deadline passes (a connection that stalls mid-frame
+// or mid-handshake, or stays silent too long). Used on the connection's strand only; a firing
+// that lost the race with a re-arm, a cancel or the end of the connection does nothing.
+}  // namespace
+
+class Server::Watchdog {
+ public:
+  // `name` and `peer` must outlive the watchdog.
+  Watchdog(const asio::any_io_executor& executor, ServerStream& stream, const std::string& name,
+           const std::string& peer)
+      : timer_(executor), state_(std::make_shared<State>()), name_(name), peer_(peer) {
+    state_->stream = &stream;
+  }
+  ~Watchdog() { state_->stream = nullptr; }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  // (Re)starts the deadline; `what` ends the log line ("handshake not completed in time").
+  void Arm(Clock::duration timeout, const char* what) {
+    const uint64_t generation = ++state_->generation;
+    timer_.expires_after(timeout);
+    timer_.async_wait([state = state_, generation, this, what](const asio::error_code& e) {
+      // `this` is alive while state->stream is set (the destructor clears it).
+      if (e || state->stream == nullptr || state->generation != generation) return;
+      spdlog::warn("{}: closing connection from {}: {}", name_, peer_, what);
+      state->stream->Close();
+    });
+  }
+  void Cancel() {
+    ++state_->generation;
+    timer_.cancel();
+  }
+
+ private:
+  struct State {
+    ServerStream* stream = nullptr;
+    uint64_t generation = 0;
+  };
+  asio::steady_timer timer_;
+  std::shared_ptr<State> state_;
+  const std::string& name_;
+  const std::string& peer_;
+};
+
+// A connection's entry in the server's table (Admit / Trusted / Leave).
+struct Server::Slot {
+  asio::any_io_executor executor;  // the connection's strand
+  ServerStream* stream = nullptr;  // set and cleared on the strand; Close()d to evict it
+  bool listed = false;             // in handshaking_; guarded by slots_mu_
+  std::list<std::shared_ptr<Slot>>::iterator position;  // in handshaking_ when listed
+};
+
+// Leaves the table when the connection ends, however it ends.
+class Server::SlotLease {
+ public:
+  SlotLease(Server* server, std::shared_ptr<Slot> slot) : server_(server), slot_(std::move(slot)) {}
+  ~SlotLease() {
+    slot_->stream = nullptr;
+    server_->Leave(*slot_);
+  }
+  SlotLease(const SlotLease&) = delete;
+  SlotLease& operator=(const SlotLease&) = delete;
+
+ private:
+  Server* server_;
+  std::shared_ptr<Slot> slot_;
+};
+
+namespace {
 
 // True when the peer's first bytes are a kvpool frame's magic rather than a TLS record: a
 // client without TLS talking to a TLS server, which deserves a clear error instead of a failed
@@ -229,12 +300,65 @@ void Server::Stop() {
   threads_.clear();
 }
 
+size_t Server::connections() const {
+  std::lock_guard lock(slots_mu_);
+  return connections_;
+}
+
+size_t Server::handshaking() const {
+  std::lock_guard lock(slots_mu_);
+  return handshaking_.size();
+}
+
+std::shared_ptr<Server::Slot> Server::Admit(const asio::any_io_executor& executor) {
+  std::shared_ptr<Slot> victim;
+  auto slot = std::make_shared<Slot>();
+  slot->executor = executor;
+  {
+    std::lock_guard lock(slots_mu_);
+    if (connections_ >= options_.max_connections) return nullptr;
+    ++connections_;
+    if (!handshaking_.empty() && handshaking_.size() >= options_.max_handshaking) {
+      victim = handshaking_.front();
+      handshaking_.pop_front();
+      victim->listed = false;
+    }
+    slot->position = handshaking_.insert(handshaking_.end(), slot);
+    slot->listed = true;
+  }
+  if (victim != nullptr) {
+    asio::post(victim->executor, [victim, name = options_.name] {
+      if (victim->stream == nullptr) return;
+      spdlog::warn("{}: closing the oldest connection still in its handshake (too many are)", name);
+      victim->stream->Close();
+    });
+  }
+  return slot;
+}
+
+void Server::Trusted(Slot& slot) {
+  std::lock_guard lock(slots_mu_);
+  if (slot.listed) handshaking_.erase(slot.position);
+  slot.listed = false;
+}
+
+void Server::Leave(Slot& slot) {
+  std::lock_guard lock(slots_mu_);
+  if (slot.listed) handshaking_.erase(slot.position);
+  slot.listed = false;
+  --connections_;
+}
+
 asio::awaitable<void> Server::AcceptLoop() {
+  asio::steady_timer backoff(co_await asio::this_coro::executor);
   for (;;) {
     auto [ec, socket] = co_await acceptor_.async_accept(asio::make_strand(io_), kUseTuple);
     if (ec) {
       if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
       spdlog::warn("{}: accept failed: {}", options_.name, ec.message());
+      // Out of descriptors (or memory): pausing lets connections end instead of spinning.
+      backoff.expires_after(std::chrono::milliseconds(50));
+      co_await backoff.async_wait(kUseTuple);
       continue;
     }
     socket.set_option(asio::ip::tcp::no_delay(true), ec);
@@ -247,27 +371,43 @@ asio::awaitable<void> Server::AcceptLoop() {
 asio::awaitable<void> Server::Accepted(asio::ip::tcp::socket socket) {
   ConnectionContext context;
   context.peer = PeerName(socket);
+  const asio::any_io_executor ex = socket.get_executor();
+  std::shared_ptr<Slot> slot = Admit(ex);
+  if (slot == nullptr) {
+    spdlog::warn("{}: refusing connection from {}: {} connections are open (the limit)",
+                 options_.name, context.peer, options_.max_connections);
+    co_return;  // the socket closes
+  }
+  SlotLease lease(this, slot);
   if (tls_ == nullptr) {
     PlainStream stream(socket);
-    co_await Serve(stream, context);
+    Watchdog watchdog(ex, stream, options_.name, context.peer);
+    slot->stream = &stream;
+    watchdog.Arm(options_.handshake_timeout, "handshake not completed in time");
+    co_await Serve(stream, context, *slot, watchdog);
+    slot->stream = nullptr;
     co_return;
   }
   TlsStream stream(std::move(socket), *tls_);
-  asio::steady_timer watchdog(stream.ssl().get_executor());
-  Arm(watchdog, options_.frame_timeout, stream, options_.name, context.peer, "TLS handshake");
+  Watchdog watchdog(ex, stream, options_.name, context.peer);
+  slot->stream = &stream;
+  // One deadline covers the TLS handshake, HELLO and AUTH.
+  watchdog.Arm(options_.handshake_timeout, "handshake not completed in time");
   if (co_await StartsWithFrameMagic(stream.ssl().next_layer())) {
     co_await RefusePlain(stream.ssl().next_layer(), context.peer);
+    slot->stream = nullptr;
     co_return;
   }
   auto [ec] = co_await stream.ssl().async_handshake(asio::ssl::stream_base::server, kUseTuple);
-  watchdog.cancel();
   if (ec) {
     spdlog::warn("{}: TLS handshake with {} failed: {}", options_.name, context.peer, ec.message());
+    slot->stream = nullptr;
     co_return;
   }
   context.tls = true;
   context.tls_peer_subject = SubjectOf(stream.ssl().native_handle());
-  co_await Serve(stream, context);
+  co_await Serve(stream, context, *slot, watchdog);
+  slot->stream = nullptr;
 }
 
 asio::awaitable<void> Server::RefusePlain(asio::ip::tcp::socket& socket, const std::string& peer) {
@@ -402,57 +542,72 @@ asio::awaitable<bool> Server::CheckAuth(ServerStream& stream, const FrameHeader&
   co_return co_await SendReply(stream, h, Reply::Of(Empty()));
 }
 
-asio::awaitable<void> Server::Serve(ServerStream& stream, ConnectionContext& context) {
+asio::awaitable<bool> Server::ReadFrame(ServerStream& stream, Watchdog& watchdog, bool handshaking,
+                                        const std::string& peer, FrameHeader& header,
+                                        std::string& meta) {
+  // Between frames a connection may be silent for idle_timeout (during the handshake its own
+  // deadline runs); once a frame's first byte is in, the rest must follow within frame_timeout.
+  if (!handshaking) watchdog.Arm(options_.idle_timeout, "silent for longer than the idle timeout");
+  uint8_t hb[kFrameHeaderBytes];
+  auto [ec, n] = co_await stream.ReadSome(asio::buffer(hb));
+  if (!ec && !handshaking) watchdog.Arm(options_.frame_timeout, "frame not completed in time");
+  if (!ec && n < kFrameHeaderBytes) {
+    std::vector<asio::mutable_buffer> rest(1, asio::buffer(hb + n, kFrameHeaderBytes - n));
+    std::tie(ec, n) = co_await stream.ReadAll(rest);
+  }
+  if (ec) {
+    if (ec != asio::error::eof && ec != asio::error::operation_aborted) {
+      spdlog::debug("{}: connection from {} ended: {}", options_.name, peer, ec.message());
+    }
+    co_return false;
+  }
+  auto h = DecodeFrameHeader(hb, options_.limits);
+  if (!h.ok()) {
+    spdlog::warn("{}: closing connection from {}: {}", options_.name, peer, h.status().ToString());
+    co_return false;
+  }
+  header = *h;
+  if (handshaking && (h->meta_len > kMaxHandshakeMetaBytes || h->payload_len != 0)) {
+    spdlog::warn(
+        "{}: closing connection from {}: {} bytes of meta and {} of payload before "
+        "the handshake completed",
+        options_.name, peer, h->meta_len, h->payload_len);
+    if (!options_.security.auth_secret.empty()) {
+      co_await SendReply(stream, *h, Reply::Error(Status(ErrorCode::ILLEGAL_CLIENT, kAuthFailed)));
+    }
+    co_return false;
+  }
+  if (meta.capacity() > kKeptMetaBytes) std::string().swap(meta);
+  meta.clear();
+  while (meta.size() < h->meta_len) {
+    const size_t have = meta.size();
+    const size_t chunk = std::min<size_t>(h->meta_len - have, std::max(kMetaChunkBytes, have));
+    meta.resize(have + chunk);
+    std::vector<asio::mutable_buffer> part(1, asio::buffer(meta.data() + have, chunk));
+    auto [mec, mn] = co_await stream.ReadAll(part);
+    if (mec) {
+      spdlog::warn("{}: closing connection from {}: truncated frame ({})", options_.name, peer,
+                   mec.message());
+      co_return false;
+    }
+  }
+  co_return true;
+}
+
+asio::awaitable<void> Server::Serve(ServerStream& stream, ConnectionContext& context, Slot& slot,
+                                    Watchdog& watchdog) {
   const std::string& peer = context.peer;
   const bool needs_auth = !options_.security.auth_secret.empty();
-  asio::steady_timer watchdog(co_await asio::this_coro::executor);
-  // A new connection must finish its handshake (HELLO, AUTH) within frame_timeout.
-  Arm(watchdog, options_.frame_timeout, stream, options_.name, peer, "handshake");
   std::string meta;
   std::string server_nonce;
   std::string client_nonce;
   std::string proof_key;  // the pool secret, or the tenant key of the tenant the peer named
   bool greeted = false;
+  FrameHeader header;
   for (;;) {
     const bool handshaking = !greeted || (needs_auth && !context.authenticated);
-    uint8_t hb[kFrameHeaderBytes];
-    std::vector<asio::mutable_buffer> header_buf(1, asio::buffer(hb));
-    auto [ec, n] = co_await stream.ReadAll(header_buf);
-    if (ec) {
-      if (ec != asio::error::eof && ec != asio::error::operation_aborted) {
-        spdlog::debug("{}: connection from {} ended: {}", options_.name, peer, ec.message());
-      }
-      co_return;
-    }
-    auto h = DecodeFrameHeader(hb, options_.limits);
-    if (!h.ok()) {
-      spdlog::warn("{}: closing connection from {}: {}", options_.name, peer,
-                   h.status().ToString());
-      co_return;
-    }
-    if (handshaking && (h->meta_len > kMaxHandshakeMetaBytes || h->payload_len != 0)) {
-      spdlog::warn(
-          "{}: closing connection from {}: {} bytes of meta and {} of payload before "
-          "the handshake completed",
-          options_.name, peer, h->meta_len, h->payload_len);
-      if (needs_auth) {
-        co_await SendReply(stream, *h,
-                           Reply::Error(Status(ErrorCode::ILLEGAL_CLIENT, kAuthFailed)));
-      }
-      co_return;
-    }
-    // Once a frame has started it must be read, handled and answered within frame_timeout.
-    if (!handshaking) {
-      Arm(watchdog, options_.frame_timeout, stream, options_.name, peer, "frame");
-    }
-    meta.resize(h->meta_len);
-    std::vector<asio::mutable_buffer> meta_buf(1, asio::buffer(meta));
-    auto [mec, mn] = co_await stream.ReadAll(meta_buf);
-    if (mec) {
-      spdlog::warn("{}: closing connection from {}: truncated frame ({})", options_.name, peer,
-                   mec.message());
-      co_return;
-    }
+    if (!co_await ReadFrame(stream, watchdog, handshaking, peer, header, meta)) co_return;
+    const FrameHeader* h = &header;
     if (h->is_response()) {
       spdlog::warn("{}: closing connection from {}: unexpected response frame", options_.name,
                    peer);
@@ -462,13 +617,17 @@ asio::awaitable<void> Server::Serve(ServerStream& stream, ConnectionContext& con
       if (!co_await Greet(stream, *h, meta, context, server_nonce, client_nonce, proof_key))
         co_return;
       greeted = true;
-      if (!needs_auth) watchdog.cancel();
+      if (!needs_auth) {
+        watchdog.Cancel();
+        Trusted(slot);
+      }
       continue;
     }
     if (needs_auth && !context.authenticated) {
       if (!co_await CheckAuth(stream, *h, meta, context, server_nonce, client_nonce, proof_key))
         co_return;
-      watchdog.cancel();
+      watchdog.Cancel();
+      Trusted(slot);
       continue;
     }
     if (h->version != kProtocolVersion) {
@@ -484,7 +643,6 @@ asio::awaitable<void> Server::Serve(ServerStream& stream, ConnectionContext& con
       co_return;
     }
     if (!co_await SendReply(stream, *h, reply)) co_return;
-    watchdog.cancel();
   }
 }
 

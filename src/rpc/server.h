@@ -14,6 +14,16 @@
 // Faults it contains: a malformed, truncated, oversized or out-of-order frame, or a frame that
 // does not arrive whole within `frame_timeout`, closes that one connection with a log line; the
 // server keeps serving every other connection.
+//
+// Resources before trust (docs/security.md). Every read has a deadline: the handshake (TLS,
+// HELLO, AUTH) must end within `handshake_timeout`, a frame's remaining bytes must arrive
+// within `frame_timeout` of its first byte, and a connection silent between frames for
+// `idle_timeout` is closed. Memory follows the bytes received, not the bytes a header announces:
+// metadata is read in chunks into a buffer that grows as they arrive (at most 4 KiB of it
+// before the handshake ends). At most `max_handshaking` connections may be in their handshake
+// at once: a new one closes the oldest (a peer that completes its handshake in time is never
+// shut out by idle ones); at most `max_connections` are open in all, further ones are closed at
+// once.
 #pragma once
 
 #include <google/protobuf/message_lite.h>
@@ -21,7 +31,9 @@
 #include <asio.hpp>
 #include <atomic>
 #include <cstdint>
+#include <list>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -47,6 +59,8 @@ class ServerStream {
   virtual ~ServerStream() = default;
   // Reads until every buffer is full (or an error).
   virtual asio::awaitable<IoResult> ReadAll(const std::vector<asio::mutable_buffer>& buffers) = 0;
+  // Reads at least one byte (or an error).
+  virtual asio::awaitable<IoResult> ReadSome(asio::mutable_buffer buffer) = 0;
   // Writes every buffer (or fails).
   virtual asio::awaitable<IoResult> WriteAll(const std::vector<asio::const_buffer>& buffers) = 0;
   // Closes the socket; pending operations complete with an error. Safe from a timer handler.
@@ -55,15 +69,15 @@ class ServerStream {
 
 // What the server knows about one connection, for the Service (see Service::HandleFrom).
 struct ConnectionContext {
-  std::string peer;              // "ip:port"
-  std::string peer_name;         // what the client said in HELLO (untrusted, for logs)
-  bool authenticated = false;    // proved the shared secret (false when the server has none)
+  std::string peer;            // "ip:port"
+  std::string peer_name;       // what the client said in HELLO (untrusted, for logs)
+  bool authenticated = false;  // proved the shared secret (false when the server has none)
   // A trusted pool component (node, admin tool, embedded host given the pool secret): may name
   // any key and read or write any segment range. True when the server has no secret (nothing
   // can be told apart then) or the peer proved the pool secret itself; false for a peer that
   // proved only a tenant's key (docs/security.md).
   bool privileged = true;
-  std::string tenant_id;  // the tenant the connection is bound to; "" is the default tenant
+  std::string tenant_id;         // the tenant the connection is bound to; "" is the default tenant
   bool tls = false;              // the connection is TLS
   std::string tls_peer_subject;  // the client certificate's subject (mutual TLS), else ""
 };
@@ -132,7 +146,11 @@ struct ServerOptions {
   uint16_t port = 0;             // 0: any free port (see Server::port())
   int threads = 2;               // I/O threads
   FrameLimits limits;
-  Clock::duration frame_timeout = std::chrono::seconds(60);  // one frame in and its reply out
+  Clock::duration frame_timeout = std::chrono::seconds(60);      // one frame in and its reply out
+  Clock::duration handshake_timeout = std::chrono::seconds(10);  // accept to handshake done
+  Clock::duration idle_timeout = std::chrono::minutes(10);       // silence between frames
+  size_t max_handshaking = 256;    // connections in their handshake at once (oldest closed)
+  size_t max_connections = 16384;  // open connections in all (further ones are closed)
   // Secret (empty: no authentication) and TLS files; see the file comment.
   SecurityOptions security;
 };
@@ -154,13 +172,29 @@ class Server {
   void Stop();
   // The bound port (useful with port 0). Valid after Start().
   uint16_t port() const { return bound_port_; }
+  // Open connections, and those of them still in their handshake (for tests and metrics).
+  size_t connections() const;
+  size_t handshaking() const;
 
  private:
+  struct Slot;
+  class SlotLease;
+  class Watchdog;
+  // A new connection's place, or null when max_connections are open. May close the oldest
+  // handshaking connection to make room.
+  std::shared_ptr<Slot> Admit(const asio::any_io_executor& executor);
+  void Trusted(Slot& slot);  // its handshake is done
+  void Leave(Slot& slot);
   Status LoadTls();
   asio::awaitable<void> AcceptLoop();
   asio::awaitable<void> Accepted(asio::ip::tcp::socket socket);
   asio::awaitable<void> RefusePlain(asio::ip::tcp::socket& socket, const std::string& peer);
-  asio::awaitable<void> Serve(ServerStream& stream, ConnectionContext& context);
+  asio::awaitable<void> Serve(ServerStream& stream, ConnectionContext& context, Slot& slot,
+                              Watchdog& watchdog);
+  // Reads the next frame's header and metadata into `h` and `meta` (see the file comment for
+  // the deadlines). False when the connection must end (already logged).
+  asio::awaitable<bool> ReadFrame(ServerStream& stream, Watchdog& watchdog, bool handshaking,
+                                  const std::string& peer, FrameHeader& h, std::string& meta);
   asio::awaitable<bool> Greet(ServerStream& stream, const FrameHeader& h, const std::string& meta,
                               ConnectionContext& context, std::string& server_nonce,
                               std::string& client_nonce, std::string& proof_key);
@@ -174,6 +208,10 @@ class Server {
   ServerOptions options_;
   std::unique_ptr<asio::ssl::context> tls_;  // set by Start when security.tls_server()
   Service* service_;
+  // Before io_: connections still running when io_ is destroyed leave the table.
+  mutable std::mutex slots_mu_;
+  std::list<std::shared_ptr<Slot>> handshaking_;  // oldest first; guarded by slots_mu_
+  size_t connections_ = 0;                        // guarded by slots_mu_
   asio::io_context io_;
   asio::ip::tcp::acceptor acceptor_;
   std::vector<std::thread> threads_;

@@ -4,10 +4,13 @@
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <fstream>
+#include <thread>
 
 #include "rpc/connection.h"
 #include "rpc/connection_pool.h"
@@ -47,6 +50,8 @@ class ServerTest : public ::testing::Test {
     o.host = "127.0.0.1";
     o.limits.max_payload_bytes = 1 << 20;
     o.frame_timeout = std::chrono::milliseconds(300);
+    o.handshake_timeout = std::chrono::milliseconds(300);
+    o.idle_timeout = std::chrono::milliseconds(500);
     server_ = std::make_unique<Server>(o, &service_);
     ASSERT_TRUE(server_->Start().ok());
     ep_ = Endpoint{"127.0.0.1", server_->port()};
@@ -68,6 +73,78 @@ class ServerTest : public ::testing::Test {
   std::unique_ptr<Server> server_;
   Endpoint ep_;
 };
+
+// The bytes of one whole frame: header and meta.
+std::string FrameBytes(uint16_t method, const std::string& meta) {
+  FrameHeader h;
+  h.method = method;
+  h.request_id = 7;
+  h.meta_len = static_cast<uint32_t>(meta.size());
+  std::string out(kFrameHeaderBytes, '\0');
+  EncodeFrameHeader(h, reinterpret_cast<uint8_t*>(out.data()));
+  return out + meta;
+}
+
+std::string HelloMeta() {
+  Hello hello;
+  hello.set_protocol_version(kProtocolVersion);
+  hello.set_peer_name("raw test peer");
+  return hello.SerializeAsString();
+}
+
+bool WriteAll(int fd, std::string_view bytes) {
+  return ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
+}
+
+// Sends HELLO on a raw socket and reads the server's reply (a server without a secret: the
+// connection is then past its handshake).
+bool RawHello(int fd) {
+  if (!WriteAll(fd, FrameBytes(HELLO, HelloMeta()))) return false;
+  uint8_t rb[kFrameHeaderBytes];
+  if (::recv(fd, rb, sizeof(rb), MSG_WAITALL) != static_cast<ssize_t>(sizeof(rb))) return false;
+  auto r = DecodeFrameHeader(rb, FrameLimits());
+  if (!r.ok() || r->status != 0) return false;
+  std::string meta(r->meta_len, '\0');
+  return meta.empty() ||
+         ::recv(fd, meta.data(), meta.size(), MSG_WAITALL) == static_cast<ssize_t>(meta.size());
+}
+
+// Waits until the server has closed every socket in `fds` (or `within` passes); returns how
+// many it closed.
+size_t WaitAllClosed(const std::vector<int>& fds, std::chrono::milliseconds within) {
+  std::vector<bool> closed(fds.size(), false);
+  size_t n = 0;
+  auto end = Clock::now() + within;
+  while (n < fds.size() && Clock::now() < end) {
+    std::vector<pollfd> p;
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (!closed[i]) p.push_back({fds[i], POLLIN, 0});
+    }
+    ::poll(p.data(), p.size(), 50);
+    for (const pollfd& q : p) {
+      if (q.revents == 0) continue;
+      char c;
+      ssize_t r = ::recv(q.fd, &c, 1, MSG_DONTWAIT);
+      if (r == 0 || (r < 0 && errno != EAGAIN)) {
+        for (size_t i = 0; i < fds.size(); ++i) {
+          if (fds[i] == q.fd) closed[i] = true;
+        }
+        ++n;
+      }
+    }
+  }
+  return n;
+}
+
+// VmRSS of this process, in bytes.
+uint64_t ResidentBytes() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  }
+  return 0;
+}
 
 TEST_F(ServerTest, PayloadRoundTripsScatterGather) {
   auto c = Connection::Connect(ep_, "t", Soon());
@@ -213,6 +290,111 @@ TEST_F(ServerTest, PoolReusesAndSurvivesServerRestart) {
   ASSERT_TRUE(l.ok()) << l.status().ToString();
   Empty resp;
   EXPECT_TRUE((*l)->Call(READ, Empty(), &resp, Soon()).ok());
+}
+
+// Every read of a frame has a deadline: a peer that stops after any byte of its HELLO (the
+// handshake deadline) or of a later frame (the frame deadline), or sends nothing at all after
+// its handshake (the idle deadline), is closed.
+TEST_F(ServerTest, StallAtEveryByteOfAFrameIsTimedOut) {
+  const std::string hello = FrameBytes(HELLO, HelloMeta());
+  std::string request = FrameBytes(READ, std::string(40, 'm'));  // 40 bytes of (unparsed) meta
+  std::vector<int> fds;
+  for (size_t k = 0; k < hello.size(); ++k) {
+    int fd = RawConnect();
+    ASSERT_TRUE(WriteAll(fd, std::string_view(hello).substr(0, k)));
+    fds.push_back(fd);
+  }
+  for (size_t k = 0; k < request.size(); ++k) {
+    int fd = RawConnect();
+    ASSERT_TRUE(RawHello(fd)) << "offset " << k;
+    ASSERT_TRUE(WriteAll(fd, std::string_view(request).substr(0, k)));
+    fds.push_back(fd);
+  }
+  // Deadlines of 300 and 500 ms: all closed well within 3 s.
+  EXPECT_EQ(WaitAllClosed(fds, std::chrono::seconds(3)), fds.size());
+  for (int fd : fds) ::close(fd);
+  ExpectStillServing();
+}
+
+// A header that announces 64 MiB of meta costs memory only as the bytes arrive.
+TEST(ServerMemoryTest, AnnouncedMetaIsNotAllocatedBeforeItArrives) {
+  EchoService service;
+  ServerOptions o;
+  o.host = "127.0.0.1";
+  o.frame_timeout = std::chrono::seconds(10);
+  Server server(o, &service);
+  ASSERT_TRUE(server.Start().ok());
+  const uint64_t before = ResidentBytes();
+  std::vector<int> fds;
+  for (int i = 0; i < 8; ++i) {
+    int fd = RawLoopbackSocket(server.port());
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(RawHello(fd));
+    FrameHeader h;
+    h.method = READ;
+    h.meta_len = FrameLimits().max_meta_bytes;  // 64 MiB announced
+    uint8_t hb[kFrameHeaderBytes];
+    EncodeFrameHeader(h, hb);
+    ASSERT_TRUE(WriteAll(fd, std::string_view(reinterpret_cast<char*>(hb), sizeof(hb))));
+    ASSERT_TRUE(WriteAll(fd, std::string(1000, 'x')));  // and 1000 bytes of it sent
+    fds.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(server.connections(), fds.size());  // all still open, waiting for their meta
+  const uint64_t after = ResidentBytes();
+  // Allocating what was announced would add 512 MiB.
+  EXPECT_LT(after, before + (16u << 20)) << "RSS grew from " << before << " to " << after;
+  for (int fd : fds) ::close(fd);
+}
+
+// Connections that never finish their handshake cannot lock a real client out: past
+// max_handshaking the oldest is closed; past max_connections new ones are closed at once.
+TEST(ServerLimitsTest, IdleHandshakesAreCappedAndTheOldestMakeRoom) {
+  EchoService service;
+  ServerOptions o;
+  o.host = "127.0.0.1";
+  o.max_handshaking = 16;
+  Server server(o, &service);
+  ASSERT_TRUE(server.Start().ok());
+  std::vector<int> fds;
+  for (int i = 0; i < 100; ++i) fds.push_back(RawLoopbackSocket(server.port()));
+  auto start = Clock::now();
+  auto c = Connection::Connect({"127.0.0.1", server.port()}, "real",
+                               DeadlineAfter(std::chrono::seconds(2)));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  Empty resp;
+  EXPECT_TRUE((*c)->Call(READ, Empty(), &resp, DeadlineAfter(std::chrono::seconds(2))).ok());
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(1));
+  EXPECT_LE(server.handshaking(), 16u);
+  // The 84 oldest idle connections were closed (the real client's handshake evicted one more).
+  EXPECT_GE(WaitAllClosed(std::vector<int>(fds.begin(), fds.begin() + 84), std::chrono::seconds(2)),
+            84u);
+  for (int fd : fds) ::close(fd);
+}
+
+TEST(ServerLimitsTest, ConnectionsPastTheCapAreClosedAtOnce) {
+  EchoService service;
+  ServerOptions o;
+  o.host = "127.0.0.1";
+  o.max_connections = 3;
+  Server server(o, &service);
+  ASSERT_TRUE(server.Start().ok());
+  Endpoint ep{"127.0.0.1", server.port()};
+  std::vector<std::unique_ptr<Connection>> held;
+  for (int i = 0; i < 3; ++i) {
+    auto c = Connection::Connect(ep, "t", DeadlineAfter(std::chrono::seconds(2)));
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    held.push_back(std::move(c).value());
+  }
+  int extra = RawLoopbackSocket(server.port());
+  EXPECT_TRUE(PeerClosed(extra));
+  ::close(extra);
+  held.pop_back();  // one leaves: room for another
+  for (int i = 0; i < 50 && server.connections() > 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auto c = Connection::Connect(ep, "t", DeadlineAfter(std::chrono::seconds(2)));
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
 }
 
 }  // namespace

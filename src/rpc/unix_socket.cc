@@ -102,7 +102,85 @@ Status RecvExact(int fd, uint8_t* buf, size_t n, Deadline deadline, std::vector<
   return Status::Ok();
 }
 
+// One recvmsg of at most n bytes. Sets *got (0 with *would_block when nothing is there yet).
+Status RecvOnce(int fd, uint8_t* buf, size_t n, std::vector<UniqueFd>& fds, bool frame_start,
+                size_t* got, bool* would_block) {
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsPerFrame)];
+  *got = 0;
+  *would_block = false;
+  for (;;) {
+    iovec v{buf, n};
+    msghdr msg{};
+    msg.msg_iov = &v;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    ssize_t r = ::recvmsg(fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (r > 0) {
+      CollectFds(msg, fds);
+      if ((msg.msg_flags & MSG_CTRUNC) != 0 || fds.size() > kMaxFdsPerFrame) {
+        return Status(ErrorCode::INVALID_PARAMS,
+                      fmt::format("frame carries more than {} descriptors", kMaxFdsPerFrame));
+      }
+      *got = static_cast<size_t>(r);
+      return Status::Ok();
+    }
+    if (r == 0) {
+      return Status(ErrorCode::RPC_FAIL, frame_start ? "connection closed by peer"
+                                                     : "connection closed by peer in the "
+                                                       "middle of a frame");
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      *would_block = true;
+      return Status::Ok();
+    }
+    return Status(ErrorCode::RPC_FAIL, fmt::format("local receive: {}", strerror(errno)));
+  }
+}
+
+// Metadata grows by pieces no larger than what has arrived so far (and at least this).
+constexpr size_t kUnixMetaChunkBytes = 64 * 1024;
+
 }  // namespace
+
+void UnixFrameReader::Reset() {
+  frame_.fds.clear();
+  if (frame_.meta.capacity() > (1u << 20)) std::string().swap(frame_.meta);
+  frame_.meta.clear();
+  header_got_ = 0;
+  header_done_ = false;
+  meta_got_ = 0;
+}
+
+Result<bool> UnixFrameReader::ReadAvailable(int fd, const FrameLimits& limits) {
+  size_t got = 0;
+  bool would_block = false;
+  while (!header_done_) {
+    KVPOOL_RETURN_IF_ERROR(RecvOnce(fd, header_ + header_got_, kFrameHeaderBytes - header_got_,
+                                    frame_.fds, header_got_ == 0, &got, &would_block));
+    if (would_block) return false;
+    header_got_ += got;
+    if (header_got_ < kFrameHeaderBytes) continue;
+    auto h = DecodeFrameHeader(header_, limits);
+    if (!h.ok()) return h.status();
+    frame_.header = *h;
+    header_done_ = true;
+  }
+  const size_t want = frame_.header.meta_len;
+  while (meta_got_ < want) {
+    if (meta_got_ == frame_.meta.size()) {
+      size_t grow = std::min(want - meta_got_, std::max(kUnixMetaChunkBytes, meta_got_));
+      frame_.meta.resize(meta_got_ + grow);
+    }
+    KVPOOL_RETURN_IF_ERROR(RecvOnce(fd, reinterpret_cast<uint8_t*>(frame_.meta.data()) + meta_got_,
+                                    frame_.meta.size() - meta_got_, frame_.fds, false, &got,
+                                    &would_block));
+    if (would_block) return false;
+    meta_got_ += got;
+  }
+  return true;
+}
 
 FrameLimits UnixFrameLimits() {
   FrameLimits l;

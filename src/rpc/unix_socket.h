@@ -60,6 +60,28 @@ struct UnixFrame {
 // than kMaxFdsPerFrame descriptors or truncated control data).
 Status RecvUnixFrame(int fd, const FrameLimits& limits, Deadline deadline, UnixFrame* out);
 
+// Receives one frame from a non-blocking socket in as many pieces as it arrives, never waiting:
+// a server reads what is there, goes back to its event loop, and calls again when the socket is
+// readable (its own deadline bounds the whole frame). Metadata memory grows with the bytes that
+// arrived, never by what the header announces. Thread-compatible.
+class UnixFrameReader {
+ public:
+  // Reads what is available. True once the whole frame is in frame() (then Reset() before the
+  // next one); false when more must arrive. Errors as RecvUnixFrame, checked against `limits`.
+  Result<bool> ReadAvailable(int fd, const FrameLimits& limits);
+  // Some bytes of a frame have arrived (its deadline should run).
+  bool started() const { return header_got_ > 0; }
+  UnixFrame& frame() { return frame_; }
+  void Reset();
+
+ private:
+  UnixFrame frame_;
+  uint8_t header_[kFrameHeaderBytes];
+  size_t header_got_ = 0;
+  bool header_done_ = false;
+  size_t meta_got_ = 0;
+};
+
 // Waits until `fd` is readable (or hung up) for at most `timeout`; false when it is not.
 bool WaitReadable(int fd, Clock::duration timeout);
 

@@ -1,10 +1,17 @@
 // The master's and the node's HTTP admin endpoints against a real pool: /metrics moves as a known
 // workload dictates, the JSON endpoints describe what is stored, everything answers while a put/get
 // loop runs, and `kvpool top` / `kvpool stat --json` read them.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -294,6 +301,76 @@ TEST_F(AdminTest, TopAndStatJsonReadThePool) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("cannot fetch http://127.0.0.1:1/metrics"), std::string::npos)
       << r.output;
+}
+
+// POST `path` to the HTTP server on `port`, with `bearer` as Authorization when not empty.
+httplib::Result PostTo(uint16_t port, const std::string& path, const std::string& bearer = "") {
+  httplib::Client c("127.0.0.1", port);
+  c.set_connection_timeout(5);
+  c.set_read_timeout(5);
+  httplib::Headers h;
+  if (!bearer.empty()) h.emplace("Authorization", "Bearer " + bearer);
+  return c.Post(path, h, "", "text/plain");
+}
+
+// A master with the pool secret: every admin endpoint that changes state (POST /drain) needs
+// "Authorization: Bearer <secret>"; --admin_writes=false refuses it even with the secret.
+TEST(AdminWritesTest, DrainNeedsTheSecretAndCanBeTurnedOff) {
+  char dir_template[] = "/tmp/kvpool_admin_XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  const std::string secret_file = dir + "/secret";
+  std::ofstream(secret_file) << "admin-test-secret\n";
+  ::chmod(secret_file.c_str(), 0600);
+  for (const std::string writes : {"true", "false"}) {
+    uint16_t port = FreePort();
+    Pool pool({"--metrics_port", std::to_string(port), "--auth_secret_file", secret_file,
+               "--admin_writes", writes});
+    ASSERT_TRUE(WaitForPort(port, std::chrono::seconds(10))) << pool.master().Log();
+    for (const std::string path : {"/drain?segment=nope", "/drain?segment=nope&undo=1"}) {
+      auto r = PostTo(port, path);
+      ASSERT_TRUE(r) << httplib::to_string(r.error());
+      EXPECT_EQ(r->status, writes == "true" ? 401 : 403) << path << ": " << r->body;
+      r = PostTo(port, path, "wrong-secret");
+      ASSERT_TRUE(r);
+      EXPECT_EQ(r->status, writes == "true" ? 401 : 403) << path;
+      r = PostTo(port, path, "admin-test-secret");
+      ASSERT_TRUE(r);
+      // With the secret the request reaches /drain, which knows no such segment.
+      EXPECT_EQ(r->status, writes == "true" ? 404 : 403) << path << ": " << r->body;
+    }
+    if (writes == "true") {
+      auto r = PostTo(port, "/drain?segment=nope&undo=maybe", "admin-test-secret");
+      ASSERT_TRUE(r);
+      EXPECT_EQ(r->status, 400) << r->body;
+    }
+  }
+  std::remove(secret_file.c_str());
+  ::rmdir(dir.c_str());
+}
+
+// Slow-loris against a real master: 8 clients sending one header line every 400 ms (twice the
+// old worker count) do not delay /health.
+TEST_F(AdminTest, SlowClientsDoNotBlockHealth) {
+  std::vector<int> slow;
+  for (int i = 0; i < 8; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(http_port_);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    ASSERT_GT(::send(fd, "GET /segments HTTP/1.1\r\n", 25, MSG_NOSIGNAL), 0);
+    slow.push_back(fd);
+  }
+  for (int round = 0; round < 5; ++round) {
+    for (int fd : slow) (void)::send(fd, "X-Slow: 1\r\n", 11, MSG_NOSIGNAL);
+    auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(Get("/health"), "OK");
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  }
+  for (int fd : slow) ::close(fd);
 }
 
 TEST(AdminFlagsTest, MetricsPortTakenFailsClearly) {
