@@ -102,7 +102,7 @@ TEST(CliInputTest, PutRefusesWhatIsNotARegularFile) {
   unlink(empty.c_str());
 }
 
-TEST(CliInputTest, PutRefusesAFileLargerThanThePool) {
+TEST(CliInputTest, FileLimitsAgainstAPool) {
   Pool pool;
   pool.AddNode("16MB");
   const std::string big = WriteTemp("");
@@ -114,6 +114,17 @@ TEST(CliInputTest, PutRefusesAFileLargerThanThePool) {
             std::string::npos)
       << r.output;
   unlink(big.c_str());
+  // get into a directory: a clear error, no abort.
+  const std::string small = WriteTemp("abc");
+  r = RunCommand(kBinary, {"put", "small", small, "--master", pool.master_address()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunCommand(kBinary, {"get", "small", "/tmp", "--master", pool.master_address()});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("kvpool get: FILE_WRITE_FAIL: cannot open '/tmp' for writing: Is a "
+                          "directory"),
+            std::string::npos)
+      << r.output;
+  unlink(small.c_str());
 }
 
 TEST(CliInputTest, EveryUsageErrorExits2) {
