@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -30,12 +31,26 @@ class StalledMaster {
     ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
     address_ = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
   }
-  ~StalledMaster() { ::close(fd_); }
+  ~StalledMaster() {
+    for (int fd : accepted_) ::close(fd);
+    ::close(fd_);
+  }
   const std::string& address() const { return address_; }
+
+  // True once a client has connected (within `timeout`): it is then blocked in its call. The
+  // connection is kept open, unanswered.
+  bool WaitForClient(std::chrono::milliseconds timeout) {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(timeout.count())) != 1) return false;
+    int c = ::accept(fd_, nullptr, nullptr);
+    if (c >= 0) accepted_.push_back(c);
+    return c >= 0;
+  }
 
  private:
   int fd_ = -1;
   std::string address_;
+  std::vector<int> accepted_;
 };
 
 std::string WriteTemp(const std::string& content) {
@@ -47,7 +62,6 @@ std::string WriteTemp(const std::string& content) {
 }
 
 TEST(CliInputTest, SignalsEndABlockedCommandPromptly) {
-  StalledMaster master;
   std::string in = WriteTemp("payload");
   const std::string out = "/tmp/kvpool-cli-input-never-written";
   const std::vector<std::vector<std::string>> commands = {
@@ -55,10 +69,12 @@ TEST(CliInputTest, SignalsEndABlockedCommandPromptly) {
   for (const auto& [sig, code, name] :
        {std::tuple{SIGINT, 130, "SIGINT"}, std::tuple{SIGTERM, 143, "SIGTERM"}}) {
     for (auto args : commands) {
+      StalledMaster master;  // one each: no connection left over from the command before
       // The deadline is far away: only the signal can end the command within the test's bound.
       args.insert(args.end(), {"--master", master.address(), "--timeout_ms", "60000"});
       Process p(kBinary, args, args[0]);
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      ASSERT_TRUE(master.WaitForClient(std::chrono::seconds(10))) << args[0] << ":\n" << p.Log();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
       ASSERT_TRUE(p.running()) << args[0] << " did not block:\n" << p.Log();
       auto sent = std::chrono::steady_clock::now();
       p.Signal(sig);
