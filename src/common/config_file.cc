@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <set>
 #include <sstream>
 #include <vector>
 
@@ -21,6 +21,12 @@ std::string TrimConfig(std::string_view s) {
   if (b == std::string_view::npos) return "";
   size_t e = s.find_last_not_of(" \t\r\n");
   return std::string(s.substr(b, e - b + 1));
+}
+
+// `text` up to a '#' (a comment), trimmed. CLI11 cuts values at '#' the same way, even inside
+// quotes.
+std::string WithoutComment(std::string_view text) {
+  return TrimConfig(text.substr(0, std::min(text.find('#'), text.size())));
 }
 
 Result<std::string> ReadConfigText(const std::string& path) {
@@ -105,18 +111,17 @@ class ConfigReader {
       if (eq == std::string::npos || TrimConfig(line.substr(0, eq)).empty()) {
         return Bad(n, fmt::format("'{}' is not KEY = VALUE", line));
       }
-      ConfigLine l{n, section, line};
-      std::string value = TrimConfig(line.substr(eq + 1));
-      size_t comment = value.find('#');
-      if (comment != std::string::npos) value = TrimConfig(value.substr(0, comment));
-      // A multi-line array: what CLI11 joins, up to the line ending in ']'.
+      ConfigLine l{n, section, ""};
+      std::string value = WithoutComment(line.substr(eq + 1));
+      // A list may span lines: joined up to the line that ends it with ']'.
       if (value.size() > 1 && value.front() == '[') {
-        while (l.text.back() != ']') {
+        while (value.back() != ']') {
           if (!std::getline(in, raw)) return Bad(l.line, "array without its closing ']'");
           ++n;
-          l.text += TrimConfig(raw);
+          value += WithoutComment(raw);
         }
       }
+      l.text = line.substr(0, eq) + "= " + value;
       out.push_back(std::move(l));
     }
     return Status::Ok();

@@ -40,8 +40,9 @@ TEST(ConfigFileTest, SetsValuesFlagsAndLists) {
                     "flag = false\n"
                     "[node]\n"
                     "other_flag = true\n"
-                    "list = [\"x\",\n"
-                    "        \"y\"]\n");
+                    "list = [\"x\",  # first\n"
+                    "        \"y\"]\n"
+                    "# after\n");
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(f.port, 7);
   EXPECT_EQ(f.host, "a b");
@@ -51,6 +52,12 @@ TEST(ConfigFileTest, SetsValuesFlagsAndLists) {
   EXPECT_EQ(f.source.lines.at("port"), 1);
   EXPECT_EQ(f.source.lines.at("data_port"), 1);  // every name of the option
   EXPECT_EQ(f.source.lines.at("list"), 6);
+
+  Flags g;  // a one-line list with a comment after it
+  st = Apply(g, "list = [\"a\", \"b\"]  # two\nport = 3\n");
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(g.list, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(g.port, 3);
 }
 
 TEST(ConfigFileTest, CommandLineWins) {
