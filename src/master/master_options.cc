@@ -95,7 +95,7 @@ void AddMasterFlags(CLI::App& app, MasterOptions& o) {
       },
       "TENANT=SIZE: replica bytes tenant TENANT may hold (repeatable, e.g. a=8GB)");
   rpc::AddSecurityFlags(app, o.security, /*server=*/true);
-  app.set_config("--config", "", "INI or TOML file with the same option names");
+  AddConfigFileFlag(app, "master", o.config_source);
 }
 
 Status ValidateMasterOptions(const MasterOptions& o) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/config_file.h"
 #include "common/time.h"
 #include "kvpool/status.h"
 #include "rpc/security_options.h"
@@ -76,15 +77,19 @@ struct MasterOptions {
   // then fails with TENANT_QUOTA_EXCEEDED. Flag --tenant_quota TENANT=SIZE (repeatable, e.g.
   // a=8GB; "default=..." for the default tenant). Default: none (no tenant has a quota).
   std::map<std::string, uint64_t, std::less<>> tenant_quotas;
+  // --config FILE and which flags it set (common/config_file.h), for messages naming the line.
+  ConfigSource config_source;
   // How often the housekeeping thread expires clients, reclaims reservations and checks the
   // watermark. Not a flag. Default 100 ms.
   Clock::duration housekeeping_interval = std::chrono::milliseconds(100);
 };
 
 // Registers the flags named above on `app`, writing into `o` (which must outlive parsing), plus
-// `--config FILE`: an INI or TOML file whose keys are the same names without dashes
-// ("rpc_port = 50052"). Flags on the command line override the file. Parsing does no range
-// checks beyond the type: call ValidateMasterOptions after.
+// `--config FILE`: a TOML/INI file whose keys are the same names without dashes
+// ("rpc_port = 50052", at the top or under [master]; common/config_file.h), read once the
+// command line is parsed (the command line wins). A missing or bad file, an unknown key or a
+// bad value in it throws CLI::ConfigError naming the file, line and key. Parsing does no range
+// checks beyond the type: call ValidateMasterOptions after (and WithConfigSource on its error).
 void AddMasterFlags(CLI::App& app, MasterOptions& o);
 
 // OK, or INVALID_PARAMS naming the first bad flag, its value and the valid range.

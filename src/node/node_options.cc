@@ -9,7 +9,6 @@
 namespace kvpool::node {
 
 void AddNodeFlags(CLI::App& app, NodeOptions& o) {
-  app.set_config("--config", "", "Read flags from an INI/TOML file (same names as the flags)");
   app.add_option("--host", o.host, "Host or IP under which peers reach this node")
       ->capture_default_str();
   app.add_option("--bind_address", o.bind_address,
@@ -54,6 +53,7 @@ void AddNodeFlags(CLI::App& app, NodeOptions& o) {
                  "this long before unmounting (0: do not copy)")
       ->capture_default_str();
   rpc::AddSecurityFlags(app, o.security, /*server=*/true);
+  AddConfigFileFlag(app, "node", o.config_source);
 }
 
 Status ValidateNodeOptions(NodeOptions& o) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/config_file.h"
 #include "kvpool/status.h"
 #include "rpc/security_options.h"
 
@@ -41,10 +42,16 @@ struct NodeOptions {
   // (docs/security.md). The secret is read by ValidateNodeOptions.
   rpc::SecurityOptions security;
 
+  // --config FILE and which flags it set (common/config_file.h), for messages naming the line.
+  ConfigSource config_source;
+
   uint64_t segment_bytes = 0;  // filled by ValidateNodeOptions from global_segment_size
 };
 
-// Registers every flag above (and --config FILE, INI/TOML with the same names) on `app`.
+// Registers every flag above on `app`, plus --config FILE: TOML/INI with the same names without
+// dashes, at the top or under [node] (common/config_file.h), read once the command line is
+// parsed (the command line wins); a missing or bad file, an unknown key or a bad value throws
+// CLI::ConfigError naming the file, line and key.
 void AddNodeFlags(CLI::App& app, NodeOptions& o);
 // Checks ranges, parses sizes and reads the secret (rpc::ResolveAuthSecret); INVALID_PARAMS
 // naming the flag, the value and the fix (FILE_NOT_FOUND for a missing secret or TLS file).

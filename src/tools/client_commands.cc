@@ -1,16 +1,20 @@
 #include "tools/client_commands.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-#include <fstream>
+#include <cerrno>
+#include <cstring>
 #include <iostream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "client/client_security.h"
 #include "common/units.h"
 #include "kvpool/client.h"
+#include "tools/interrupt_watcher.h"
 
 namespace kvpool::tools {
 namespace {
@@ -31,24 +35,103 @@ Result<std::unique_ptr<Client>> Connect(const ClientCommandOptions& o) {
   return Client::Setup(co);
 }
 
-Result<std::vector<char>> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Status(ErrorCode::FILE_OPEN_FAIL, fmt::format("cannot open '{}' for reading", path));
+// FILE of a put: a regular file, opened without blocking (a FIFO would wait for a writer) and
+// read to its size at open. Directories, devices (/dev/zero never ends), FIFOs and sockets are
+// refused; so is a file larger than `max_bytes` (the pool's capacity, when known).
+class InputFile {
+ public:
+  ~InputFile() {
+    if (fd_ >= 0) ::close(fd_);
   }
-  std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return Status(ErrorCode::FILE_READ_FAIL, fmt::format("cannot read '{}'", path));
-  return data;
+
+  Status Open(const std::string& path) {
+    path_ = path;
+    fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd_ < 0) {
+      return Status(ErrorCode::FILE_OPEN_FAIL,
+                    fmt::format("cannot open '{}' for reading: {}", path, std::strerror(errno)));
+    }
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) {
+      return Status(ErrorCode::FILE_READ_FAIL,
+                    fmt::format("cannot stat '{}': {}", path, std::strerror(errno)));
+    }
+    if (!S_ISREG(st.st_mode)) {
+      return Status(ErrorCode::INVALID_PARAMS,
+                    fmt::format("'{}' is {}, not a regular file: put stores a regular file's bytes",
+                                path, KindOf(st.st_mode)));
+    }
+    if (st.st_size == 0) {
+      return Status(ErrorCode::INVALID_PARAMS, fmt::format("'{}' is empty", path));
+    }
+    size_ = static_cast<uint64_t>(st.st_size);
+    return Status::Ok();
+  }
+
+  uint64_t size() const { return size_; }
+
+  Result<std::vector<char>> Read(uint64_t max_bytes) {
+    if (size_ > max_bytes) {
+      return Status(ErrorCode::INVALID_PARAMS,
+                    fmt::format("'{}' is {}, more than the pool's whole capacity ({})", path_,
+                                FormatSize(size_), FormatSize(max_bytes)));
+    }
+    std::vector<char> data;
+    try {
+      data.resize(size_);
+    } catch (const std::bad_alloc&) {
+      return Status(
+          ErrorCode::FILE_READ_FAIL,
+          fmt::format("'{}' is {}: not enough memory to read it", path_, FormatSize(size_)));
+    }
+    size_t done = 0;
+    while (done < data.size()) {
+      ssize_t n = ::read(fd_, data.data() + done, data.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        return Status(ErrorCode::FILE_READ_FAIL,
+                      fmt::format("cannot read '{}': {}", path_, std::strerror(errno)));
+      }
+      if (n == 0) {
+        return Status(
+            ErrorCode::FILE_READ_FAIL,
+            fmt::format("'{}' shrank while being read ({} of {} bytes)", path_, done, data.size()));
+      }
+      done += static_cast<size_t>(n);
+    }
+    return data;
+  }
+
+ private:
+  static const char* KindOf(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+  }
+
+  std::string path_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+};
+
+// What a put of FILE may not exceed: the pool's capacity (an object never holds more). Best
+// effort: when Stat fails (e.g. refused to a tenant) the master refuses an oversized put itself.
+uint64_t MaxPutBytes(Client& client) {
+  auto s = client.Stat();
+  return s.ok() && s->capacity > 0 ? s->capacity : UINT64_MAX;
 }
 
 int Put(const ClientCommandOptions& o, const std::string& key, const std::string& path) {
-  auto data = ReadFile(path);
-  if (!data.ok()) return Fail("put", data.status());
+  InterruptWatcher watcher("put");
+  InputFile in;
+  if (Status st = in.Open(path); !st.ok()) return Fail("put", st);
   auto client = Connect(o);
   if (!client.ok()) return Fail("put", client.status());
-  if (data->empty()) {
-    return Fail("put", Status(ErrorCode::INVALID_PARAMS, fmt::format("'{}' is empty", path)));
-  }
+  auto data = in.Read(MaxPutBytes(**client));
+  if (!data.ok()) return Fail("put", data.status());
   Status st = (*client)->RegisterBuffer(data->data(), data->size());
   if (st.ok()) st = (*client)->PutFrom(key, data->data(), data->size());
   if (!st.ok()) return Fail("put", st);
@@ -56,7 +139,38 @@ int Put(const ClientCommandOptions& o, const std::string& key, const std::string
   return 0;
 }
 
+// Writes `data` to `path` (created mode 0666 & ~umask, or truncated). A regular file is handed
+// to `watcher` while it is written, so that an interrupted get leaves no partial file.
+Status WriteOutput(const std::string& path, const std::vector<char>& data, size_t size,
+                   InterruptWatcher& watcher) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0666);
+  if (fd < 0) {
+    return Status(ErrorCode::FILE_WRITE_FAIL,
+                  fmt::format("cannot open '{}' for writing: {}", path, std::strerror(errno)));
+  }
+  struct stat st {};
+  bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (regular) watcher.SetPartialOutput(path);
+  size_t done = 0;
+  int err = 0;
+  while (done < size && err == 0) {
+    ssize_t n = ::write(fd, data.data() + done, size - done);
+    if (n > 0) done += static_cast<size_t>(n);
+    if (n < 0 && errno != EINTR) err = errno;
+  }
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err != 0) {
+    if (regular) ::unlink(path.c_str());
+    watcher.SetPartialOutput("");
+    return Status(ErrorCode::FILE_WRITE_FAIL,
+                  fmt::format("cannot write '{}': {}", path, std::strerror(err)));
+  }
+  watcher.SetPartialOutput("");
+  return Status::Ok();
+}
+
 int Get(const ClientCommandOptions& o, const std::string& key, const std::string& path) {
+  InterruptWatcher watcher("get");
   auto client = Connect(o);
   if (!client.ok()) return Fail("get", client.status());
   auto size = (*client)->GetSize(key);
@@ -66,17 +180,13 @@ int Get(const ClientCommandOptions& o, const std::string& key, const std::string
   if (!st.ok()) return Fail("get", st);
   auto got = (*client)->GetInto(key, data.data(), data.size());
   if (!got.ok()) return Fail("get", got.status());
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(data.data(), static_cast<std::streamsize>(*got));
-  out.close();
-  if (!out) {
-    return Fail("get", Status(ErrorCode::FILE_WRITE_FAIL, fmt::format("cannot write '{}'", path)));
-  }
+  if (st = WriteOutput(path, data, *got, watcher); !st.ok()) return Fail("get", st);
   std::cout << fmt::format("got {} ({}) -> {}\n", key, FormatSize(*got), path);
   return 0;
 }
 
 int Exists(const ClientCommandOptions& o, const std::string& key) {
+  InterruptWatcher watcher("exists");
   auto client = Connect(o);
   if (!client.ok()) return Fail("exists", client.status());
   auto r = (*client)->IsExist(key);
@@ -86,6 +196,7 @@ int Exists(const ClientCommandOptions& o, const std::string& key) {
 }
 
 int Remove(const ClientCommandOptions& o, const std::string& key, bool force) {
+  InterruptWatcher watcher("rm");
   auto client = Connect(o);
   if (!client.ok()) return Fail("rm", client.status());
   Status st = (*client)->Remove(key, force);
@@ -114,6 +225,7 @@ void PrintStatJson(const PoolStat& s) {
 }
 
 int PrintStat(const ClientCommandOptions& o) {
+  InterruptWatcher watcher("stat");
   auto client = Connect(o);
   if (!client.ok()) return Fail("stat", client.status());
   auto s = (*client)->Stat();
@@ -141,7 +253,9 @@ int PrintStat(const ClientCommandOptions& o) {
 void AddClientCommands(CLI::App& app, ClientCommandOptions& o, int& exit_code) {
   auto add_common = [&o](CLI::App* cmd) {
     cmd->add_option("--master", o.master, "Master host:port")->capture_default_str();
-    cmd->add_option("--timeout_ms", o.timeout_ms, "Deadline of each call")->capture_default_str();
+    cmd->add_option("--timeout_ms", o.timeout_ms, "Deadline of each call (1..600000)")
+        ->check(CLI::Range(1, 600000))
+        ->capture_default_str();
     rpc::AddSecurityFlags(*cmd, o.security, /*server=*/false);
     cmd->add_option("--tenant_id", o.tenant_id, "Tenant whose keys to use (default: the default)");
     cmd->add_option("--tenant_key_file", o.tenant_key_file,

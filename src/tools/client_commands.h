@@ -1,6 +1,8 @@
 // The CLI's client commands: put, get, exists, rm, stat (--json: one JSON object). Each prints a
 // human-readable line and returns the process exit code (0 success, 1 failure with the reason on
-// stderr, 2 bad usage).
+// stderr, 2 bad usage: CLI11 parse errors, --timeout_ms outside 1..600000). SIGINT, SIGTERM or
+// SIGHUP end a running command at once with 128 + the signal (tools/interrupt_watcher.h). put's
+// FILE must be a regular file, not empty and not larger than the pool's capacity.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -12,7 +14,7 @@ namespace kvpool::tools {
 
 struct ClientCommandOptions {
   std::string master = "127.0.0.1:50051";  // --master host:port
-  int timeout_ms = 5000;                   // --timeout_ms: deadline of each call
+  int timeout_ms = 5000;                   // --timeout_ms: deadline of each call (1..600000)
   std::string key;                         // KEY argument
   std::string path;                        // FILE argument
   bool force = false;                      // rm --force

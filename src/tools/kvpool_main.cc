@@ -44,9 +44,18 @@ int main(int argc, char** argv) {
   kvpool::InitLogging("warn", "kvpool").ok();
 
   try {
-    app.parse(argc, argv);
+    app.parse(argc, argv);  // runs the client commands, in their callbacks
+  } catch (const std::bad_alloc&) {
+    std::cerr << "kvpool: out of memory\n";
+    return 1;
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every usage error exits 2 as documented (CLI11's own codes
+    // are 101..121).
+    return app.exit(e) == 0 ? 0 : 2;
+  } catch (const std::exception& e) {
+    // A bug, but a message and exit 1 rather than an abort.
+    std::cerr << "kvpool: " << e.what() << "\n";
+    return 1;
   }
   if (master->parsed()) {
     if (auto st = kvpool::InitLogging(master_options.log_level, "master"); !st.ok()) {
@@ -54,10 +63,12 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (auto st = kvpool::master::ValidateMasterOptions(master_options); !st.ok()) {
+      st = kvpool::WithConfigSource(st, master_options.config_source);
       std::cerr << "kvpool master: " << st.ToString() << "\n";
       return 2;
     }
     if (auto st = kvpool::rpc::ResolveAuthSecret(master_options.security); !st.ok()) {
+      st = kvpool::WithConfigSource(st, master_options.config_source);
       std::cerr << "kvpool master: " << st.ToString() << "\n";
       return 2;
     }
@@ -69,6 +80,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (auto st = kvpool::node::ValidateNodeOptions(node_options); !st.ok()) {
+      st = kvpool::WithConfigSource(st, node_options.config_source);
       std::cerr << "kvpool node: " << st.ToString() << "\n";
       return 2;
     }

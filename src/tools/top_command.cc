@@ -29,7 +29,9 @@ Result<TopSnapshot> Fetch(httplib::Client& client, const std::string& where) {
     return Status(ErrorCode::RPC_FAIL,
                   fmt::format("http://{}/metrics answered {}", where, res->status));
   }
-  return SnapshotOf(ParsePromText(res->body));
+  auto samples = ParsePromText(res->body);
+  KVPOOL_RETURN_IF_ERROR(CheckMasterMetrics(samples, where));
+  return SnapshotOf(samples);
 }
 
 // Sleeps `ms`, returning true early when SIGINT or SIGTERM arrives (they are blocked, so they

@@ -5,7 +5,8 @@
 //
 // Clears the screen between refreshes when stdout is a terminal; otherwise prints one screen
 // after another separated by a blank line. Exit codes: 0 after N refreshes or on SIGINT/SIGTERM;
-// 1 when the first fetch fails (the reason on stderr); 2 bad flags.
+// 1 when the first fetch fails or what answers is not a kvpool master's /metrics (a node's, say;
+// the reason on stderr); 2 bad flags.
 #pragma once
 
 #include <CLI/CLI.hpp>

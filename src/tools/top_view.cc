@@ -73,6 +73,26 @@ std::string Rate(double now, double before, double elapsed_s) {
 
 }  // namespace
 
+Status CheckMasterMetrics(const std::vector<PromSample>& samples, const std::string& where) {
+  for (const PromSample& p : samples) {
+    if (p.name == "kvpool_master_info") return Status::Ok();
+  }
+  for (const PromSample& p : samples) {
+    if (p.name == "kvpool_node_info") {
+      return Status(ErrorCode::INVALID_PARAMS,
+                    fmt::format("http://{}/metrics is kvpool node {}'s, not the master's: kvpool "
+                                "top shows the pool from the master's HTTP port (its "
+                                "--metrics_port, default 9003); a node's own numbers are at "
+                                "http://{}/status",
+                                where, p.label("segment"), where));
+    }
+  }
+  return Status(ErrorCode::INVALID_PARAMS,
+                fmt::format("http://{}/metrics has no kvpool_master_info ({} samples): not a "
+                            "kvpool master's HTTP port (the master's --metrics_port, default 9003)",
+                            where, samples.size()));
+}
+
 TopSnapshot SnapshotOf(const std::vector<PromSample>& samples) {
   TopSnapshot s;
   for (const PromSample& p : samples) {

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "kvpool/status.h"
 #include "tools/prom_text.h"
 
 namespace kvpool::tools {
@@ -28,6 +29,11 @@ struct TopSnapshot {
   std::map<std::string, double> errors;        // by `code` label, summed over methods
   double capacity = 0, used = 0, objects = 0, pending = 0, clients = 0, evicted = 0;
 };
+
+// OK when `samples` are a kvpool master's (kvpool_master_info is there). Else INVALID_PARAMS
+// naming `where` and what answered instead: a kvpool node's /metrics (kvpool_node_info, with
+// its segment) or something that is not kvpool — top would otherwise show an empty pool.
+Status CheckMasterMetrics(const std::vector<PromSample>& samples, const std::string& where);
 
 // Reads the kvpool_master_* samples that top shows (others are ignored).
 TopSnapshot SnapshotOf(const std::vector<PromSample>& samples);

@@ -94,5 +94,23 @@ TEST(TopViewTest, SnapshotAndRates) {
   EXPECT_NE(second.find("errors: OBJECT_NOT_FOUND 25.0/s"), std::string::npos) << second;
 }
 
+TEST(TopViewTest, OnlyAMastersMetricsAreShown) {
+  auto master = ParsePromText("kvpool_master_info{epoch=\"00ab\"} 1\nkvpool_master_objects 3\n");
+  EXPECT_TRUE(CheckMasterMetrics(master, "h:1").ok());
+  auto node = ParsePromText(
+      "kvpool_node_info{segment=\"10.0.0.5:50052\"} 1\nkvpool_node_start_time_seconds 5\n");
+  Status st = CheckMasterMetrics(node, "h:2");
+  EXPECT_EQ(st.code(), ErrorCode::INVALID_PARAMS);
+  EXPECT_NE(st.message().find("http://h:2/metrics is kvpool node 10.0.0.5:50052's, not the "
+                              "master's"),
+            std::string::npos)
+      << st.message();
+  st = CheckMasterMetrics(ParsePromText("go_goroutines 12\n"), "h:3");
+  EXPECT_EQ(st.code(), ErrorCode::INVALID_PARAMS);
+  EXPECT_NE(st.message().find("http://h:3/metrics has no kvpool_master_info (1 samples)"),
+            std::string::npos)
+      << st.message();
+}
+
 }  // namespace
 }  // namespace kvpool::tools

@@ -2,15 +2,17 @@
 // command line (NUL-separated arguments) or an arbitrary --config file (INI/TOML). Whatever the
 // input, parsing ends in options or a CLI11 ParseError (what `kvpool master` reports as usage),
 // and validation in OK or INVALID_PARAMS. Any other exception would kill `kvpool master`
-// (main catches only CLI::ParseError), so it is a crash here.
+// (main catches only CLI::ParseError), so it is a crash here. A config file goes through
+// ApplyConfigText (what --config does after the command line), which must end in OK or an
+// error naming the file.
 //
 // Input: [mode u8][text...]; mode even = command line, odd = config file.
 #include <CLI/CLI.hpp>
 #include <cstdlib>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "common/config_file.h"
 #include "fuzz_input.h"
 #include "master/master_options.h"
 
@@ -25,8 +27,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   master::AddMasterFlags(app, o);
   try {
     if (config_file) {
-      std::istringstream stream(text);
-      app.parse_from_stream(stream);
+      const char* argv[] = {"kvpool-master"};
+      app.parse(1, argv);
+      Status st = ApplyConfigText(app, text, "fuzz.toml", "master", o.config_source);
+      if (!st.ok() && st.message().find("--config fuzz.toml") != 0) std::abort();
+      if (!st.ok()) return 0;
     } else {
       std::vector<std::string> args = {"kvpool-master"};
       size_t start = 0;
