@@ -14,7 +14,9 @@
 //
 // Batches. A batch call costs one control round trip to the master per phase (put: start, end;
 // get: one) and one data request per storage node involved; it returns one result per key, and
-// the failure of one key never fails or corrupts the others.
+// the failure of one key never fails or corrupts the others. A batch larger than 8,192 keys or
+// 8 MiB of keys (common/key_chunks.h) is sent as several requests per phase, in order, so that no
+// frame exceeds the 64 MiB limit; its keys still get one result each.
 //
 // Deadlines. Every call finishes by its deadline: control calls within
 // ClientOptions::rpc_timeout, the data phase of a batch within transfer_timeout. A dead master

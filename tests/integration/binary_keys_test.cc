@@ -12,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <span>
+#include <thread>
 
 #include "kvpool/host_allocator.h"
 #include "standalone_support.h"
@@ -173,6 +174,38 @@ TEST(BinaryKeysTest, StandaloneClientEveryKeyCall) {
   ExerciseZeroCopy(*c, static_cast<uint8_t*>(*mem), 8 * kSize);
   c.reset();
   (void)alloc.Free(*mem);
+}
+
+// The keys a segment host journals and re-registers (JournalEntry.key, StoredObject.key) after a
+// master restart: a restarted master lists non-UTF-8 keys again with their own bytes.
+TEST(BinaryKeysTest, MasterRestartRestoresNonUtf8Keys) {
+  Pool pool({"--eviction_ratio", "0"});
+  pool.AddNode("32MB");
+  ClientOptions o;
+  o.rpc_timeout = std::chrono::milliseconds(1000);
+  auto c = pool.NewClient(o);
+  ASSERT_NE(c, nullptr);
+  const std::vector<std::string> keys = {kBad1, kBad2, kNul};
+  std::vector<std::vector<uint8_t>> values;
+  std::vector<std::span<const uint8_t>> spans;
+  for (const auto& k : keys) values.push_back(BytesOf(k));
+  for (const auto& v : values) spans.emplace_back(v);
+  for (const Status& st : c->BatchPut(keys, spans)) ASSERT_TRUE(st.ok()) << st.ToString();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // commits reach the host's list
+  pool.KillMaster();
+  pool.StartMaster();
+  ASSERT_TRUE(pool.WaitForSegments(1)) << pool.master().Log();
+  std::vector<Result<std::vector<uint8_t>>> got;
+  for (int i = 0; i < 100; ++i) {  // the host re-registers within about a heartbeat
+    got = c->BatchGet(keys);
+    if (got[0].ok() && got[1].ok() && got[2].ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_TRUE(got[i].ok()) << i << ": " << got[i].status().ToString() << "\n"
+                             << pool.node(0).Log();
+    EXPECT_EQ(*got[i], values[i]) << i;
+  }
 }
 
 std::string TempPath() {
