@@ -133,12 +133,12 @@ def test_wrapping_range_is_named_as_such(store, uid):
 
 
 def test_batch_bigger_than_a_frame_is_split(fresh_pool, uid):
-    """20,000 keys of 4,000 bytes: 80 MB of keys, more than the 64 MiB frame limit. Each key
+    """17,000 keys of 4,000 bytes: 68 MB of keys, more than the 64 MiB frame limit. Each key
     gets its own answer (it was -900 'Connection reset by peer' for every key)."""
     store = KVPoolStore()
     assert store.setup("127.0.0.1", "P2PHANDSHAKE", 0, 0, "tcp", "",
                        fresh_pool.master_address) == OK, kvpool.last_error()
-    n, klen = 20000, 4000
+    n, klen = 17000, 4000  # 68,000,000 > 2**26 = 67,108,864
     keys = [f"{uid}-{i:06d}-".encode().ljust(klen, b"k") for i in range(n)]
     buf, base = registered(store, n * 8)
     buf[:] = 7
@@ -161,7 +161,7 @@ def test_batch_bigger_than_a_frame_standalone(fresh_pool, uid):
     assert s.setup_dummy(64 << 20, 16 << 20, fresh_pool.node_address(0)) == OK, \
         kvpool.last_error()
     try:
-        n, klen = 18000, 4000
+        n, klen = 17000, 4000
         keys = [f"{uid}-s{i:06d}-".encode().ljust(klen, b"k") for i in range(n)]
         assert s.put_batch(keys, [b"12345678"] * n) == OK, kvpool.last_error()
         assert s.batch_is_exist(keys) == [1] * n
