@@ -14,7 +14,9 @@
 //
 // Batches. A batch call costs one control round trip to the master per phase (put: start, end;
 // get: one) and one data request per storage node involved; it returns one result per key, and
-// the failure of one key never fails or corrupts the others.
+// the failure of one key never fails or corrupts the others. A batch larger than 8,192 keys or
+// 8 MiB of keys (common/key_chunks.h) is sent as several requests per phase, in order, so that no
+// frame exceeds the 64 MiB limit; its keys still get one result each.
 //
 // Deadlines. Every call finishes by its deadline: control calls within
 // ClientOptions::rpc_timeout, the data phase of a batch within transfer_timeout. A dead master
@@ -37,7 +39,8 @@ namespace kvpool {
 struct ClientOptions {
   // Master to register with, "host:port". Default port 50051.
   std::string master_server_address = "127.0.0.1:50051";
-  // Host name or IP under which peers reach this process's segment (embedded mode).
+  // Host name or IP under which peers reach this process's segment (embedded mode). With
+  // global_segment_size > 0 it must resolve: Setup fails with INVALID_PARAMS naming the host.
   std::string local_hostname = "127.0.0.1";
   // Bytes of this process's DRAM contributed to the pool; 0 contributes nothing.
   uint64_t global_segment_size = 0;
@@ -102,10 +105,13 @@ struct ClientOptions {
 // cross the local socket. The engine can restart without losing the pool, and several engine
 // processes share one node.
 struct StandaloneOptions {
-  // The local node: "host:port" as given to `kvpool node --port` (port defaults to 50052; the
-  // host only documents intent: the node must run on this machine and is reached through the
-  // Unix socket "@kvpool_node_<port>.sock"). "@name" or "/path" names a socket directly (the
-  // node's --local_socket_path, e.g. across network namespaces).
+  // The local node: "host:port" with the port given to `kvpool node --port` (required: there
+  // is no default for a missing port). The node is reached through the Unix socket
+  // "@kvpool_node_<port>.sock", so the host must be an address of this machine (127.0.0.1,
+  // localhost, this host's name or one of its IPs); SetupStandalone refuses any other host, an
+  // unresolvable one, a missing or bad port and "" with INVALID_PARAMS naming the address.
+  // "@name" or "/path" names a socket directly (the node's --local_socket_path, e.g. across
+  // network namespaces).
   std::string server_address = "127.0.0.1:50052";
   // Bytes of host memory the engine intends to register (informational: logged by the node).
   uint64_t mem_pool_size = 0;
@@ -122,11 +128,15 @@ struct StandaloneOptions {
   bool verify_checksum = false;
 };
 
+// Most replicas one object may have: a put asking for more is refused with INVALID_PARAMS
+// (the master's limit; Python's ReplicateConfig refuses more with ValueError).
+inline constexpr size_t kMaxReplicaNum = 16;
+
 // How to place the replicas of objects being put.
 struct ReplicateConfig {
-  size_t replica_num = 1;                       // replicas on distinct segments, best effort
-  bool with_soft_pin = false;                   // evicted last
-  bool with_hard_pin = false;                   // never evicted
+  size_t replica_num = 1;      // 1..kMaxReplicaNum replicas on distinct segments, best effort
+  bool with_soft_pin = false;  // evicted last
+  bool with_hard_pin = false;  // never evicted
   std::vector<std::string> preferred_segments;  // segment names ("host:port") tried first
   bool prefer_alloc_in_same_node = false;
 };

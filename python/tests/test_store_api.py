@@ -440,8 +440,8 @@ def test_replicate_config_fields_and_generations(store, uid):
     assert k.replica_num == 2 and k.with_hard_pin
     # A preferred segment that does not exist is a preference, not a requirement.
     assert store.put(f"{uid}-rc", b"v", c) == OK
-    assert store.put(f"{uid}-rc2", b"v", config=ReplicateConfig(replica_num=0)) == \
-        ErrorCode.INVALID_PARAMS
+    with pytest.raises(ValueError, match="outside 1..16"):  # was INVALID_PARAMS at put time
+        ReplicateConfig(replica_num=0)
     assert store.put(f"{uid}-rc3", b"v", ReplicateConfig(soft_pin_ttl_ms=-1)) == \
         ErrorCode.INVALID_PARAMS
 

@@ -4,15 +4,16 @@
 
 #include <mutex>
 
+#include "client/address_range.h"
+
 namespace kvpool::client {
 
 Status BufferRegistry::Register(const void* ptr, uint64_t size) {
   auto start = reinterpret_cast<uintptr_t>(ptr);
-  if (ptr == nullptr || size == 0 || start + size < start) {
+  KVPOOL_RETURN_IF_ERROR(CheckAddressRange(ptr, size, "register_buffer"));
+  if (size == 0) {
     return Status(ErrorCode::INVALID_PARAMS,
-                  fmt::format("register_buffer(ptr={}, size={}): need a non-null pointer and a "
-                              "size > 0",
-                              ptr, size));
+                  fmt::format("register_buffer(ptr={}, size=0): the size must be > 0", ptr));
   }
   std::unique_lock lock(mu_);
   auto& s = regions_[start];
@@ -31,8 +32,9 @@ Status BufferRegistry::Unregister(const void* ptr) {
 }
 
 Status BufferRegistry::Check(const void* ptr, uint64_t size, std::string_view what) const {
+  KVPOOL_RETURN_IF_ERROR(CheckAddressRange(ptr, size, what));
   auto start = reinterpret_cast<uintptr_t>(ptr);
-  if (ptr != nullptr && start + size >= start) {
+  {
     std::shared_lock lock(mu_);
     // Candidates start at or below ptr and no lower than ptr - largest_: walk back from there.
     auto it = regions_.upper_bound(start);

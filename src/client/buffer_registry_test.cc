@@ -46,4 +46,27 @@ TEST(BufferRegistryTest, RejectsBadRegions) {
             ErrorCode::INVALID_PARAMS);
 }
 
+// A range whose end wraps past 2^64 is a bad pointer or size, not an unregistered buffer: the
+// message must say so (issue 16, item 9: ptr = 2^64 - 4096, size = 8192).
+TEST(BufferRegistryTest, WrappingRangeIsNamedAsSuch) {
+  BufferRegistry r;
+  std::vector<char> mem(4096);
+  ASSERT_TRUE(r.Register(mem.data(), mem.size()).ok());
+  const void* top = reinterpret_cast<void*>(~uintptr_t{0} - 4095);
+  for (const Status& st : {r.Check(top, 8192, "key=k"), r.Register(top, 8192)}) {
+    EXPECT_EQ(st.code(), ErrorCode::INVALID_PARAMS);
+    EXPECT_NE(st.message().find("runs past the end of the address space"), std::string::npos)
+        << st.message();
+    EXPECT_NE(st.message().find("size=8192"), std::string::npos) << st.message();
+    EXPECT_EQ(st.message().find("not inside a registered region"), std::string::npos)
+        << st.message();
+  }
+  Status null = r.Check(nullptr, 10, "key=k");
+  EXPECT_NE(null.message().find("key=k: buffer ptr is null"), std::string::npos) << null.message();
+  // Ending just below 2^64 is still an address range (refused only as unregistered).
+  Status below = r.Check(top, 4095, "key=k");
+  EXPECT_NE(below.message().find("not inside a registered region"), std::string::npos)
+      << below.message();
+}
+
 }  // namespace kvpool::client

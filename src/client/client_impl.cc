@@ -91,6 +91,11 @@ Status ClientImpl::Init() {
   }
   auto ep = rpc::ParseEndpoint(options_.master_server_address, 50051, "master_server_address");
   if (!ep.ok()) return ep.status();
+  if (options_.global_segment_size > 0) {
+    // Peers reach the segment by this name: one that does not resolve would mount a segment
+    // nobody can read (the data server itself listens on bind_host either way).
+    KVPOOL_RETURN_IF_ERROR(rpc::CheckResolvable(options_.local_hostname, "local_hostname"));
+  }
   auto security = ResolveClientSecurity(options_);
   if (!security.ok()) return security.status();
   data_pool_.SetConnectOptions(security->connect);

@@ -4,6 +4,7 @@
 
 #include <mutex>
 
+#include "client/address_range.h"
 #include "client/host_memory_registry.h"
 
 namespace kvpool::client {
@@ -84,8 +85,9 @@ Result<std::vector<Region>> RegionTable::RemoveRange(uintptr_t start) {
 
 Result<rpc::Slice> RegionTable::Translate(const void* ptr, uint64_t size,
                                           std::string_view what) const {
+  KVPOOL_RETURN_IF_ERROR(CheckAddressRange(ptr, size, what));
   const auto start = reinterpret_cast<uintptr_t>(ptr);
-  if (ptr != nullptr && start + size >= start) {
+  {
     std::shared_lock lock(mu_);
     // Candidates start at or below ptr and no lower than ptr - largest_range_.
     auto it = ranges_.upper_bound(start);

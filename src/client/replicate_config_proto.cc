@@ -1,10 +1,15 @@
 #include "client/replicate_config_proto.h"
 
+#include <algorithm>
+#include <cstdint>
+
 namespace kvpool::client {
 
 rpc::ReplicateConfig ToProto(const ReplicateConfig& c) {
   rpc::ReplicateConfig p;
-  p.set_replica_num(static_cast<uint32_t>(c.replica_num));
+  // Saturate, never wrap: 2^32 + 1 replicas must reach the master as "too many" (refused with
+  // INVALID_PARAMS), not as 1.
+  p.set_replica_num(static_cast<uint32_t>(std::min<size_t>(c.replica_num, UINT32_MAX)));
   p.set_with_soft_pin(c.with_soft_pin);
   p.set_with_hard_pin(c.with_hard_pin);
   for (const auto& s : c.preferred_segments) p.add_preferred_segments(s);

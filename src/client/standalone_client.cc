@@ -5,7 +5,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "client/address_range.h"
 #include "client/host_memory_registry.h"
+#include "client/key_chunked.h"
+#include "common/key_chunks.h"
 #include "common/random_id.h"
 #include "rpc/endpoint.h"
 
@@ -50,13 +53,18 @@ Result<std::string> StandaloneSocketName(const std::string& server_address) {
   if (!server_address.empty() && (server_address[0] == '@' || server_address[0] == '/')) {
     return server_address;
   }
-  auto ep = rpc::ParseEndpoint(server_address, 50052, "server_address");
-  if (!ep.ok()) return ep.status();
-  if (ep->port == 0) {
-    return Status(
-        ErrorCode::INVALID_PARAMS,
-        fmt::format("server_address '{}': the node's port must not be 0", server_address));
+  // Strict: the port names the node's socket, so it must be given (no silent 50052 for "" or
+  // "garbage"), and the host must be this machine (the node is reached through a local socket;
+  // another machine's address is a mistake to report, not to ignore).
+  auto ep = rpc::ParseEndpoint(server_address, 0, "server_address");
+  if (!ep.ok()) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("{} (the local node as HOST:PORT, e.g. 127.0.0.1:50052, or its "
+                              "socket as @name or /path)",
+                              ep.status().message()));
   }
+  KVPOOL_RETURN_IF_ERROR(
+      rpc::CheckLocalHost(ep->host, fmt::format("server_address '{}'", server_address)));
   return fmt::format("@kvpool_node_{}.sock", ep->port);
 }
 
@@ -143,12 +151,11 @@ void StandaloneClient::UnregisterRegionAtNode(uint64_t region_id) {
 
 Status StandaloneClient::RegisterBuffer(void* ptr, size_t size) {
   KVPOOL_RETURN_IF_ERROR(CheckOpen());
+  KVPOOL_RETURN_IF_ERROR(CheckAddressRange(ptr, size, "register_buffer"));
   const auto start = reinterpret_cast<uintptr_t>(ptr);
-  if (ptr == nullptr || size == 0 || start + size < start) {
+  if (size == 0) {
     return Status(ErrorCode::INVALID_PARAMS,
-                  fmt::format("register_buffer(ptr={}, size={}): need a non-null pointer and a "
-                              "size > 0",
-                              ptr, size));
+                  fmt::format("register_buffer(ptr={}, size=0): the size must be > 0", ptr));
   }
   std::lock_guard<std::mutex> lock(register_mu_);
   auto found = HostMemoryRegistry::Instance().Find(ptr, size);
@@ -228,6 +235,10 @@ Result<bool> StandaloneClient::IsExist(const std::string& key) { return BatchIsE
 std::vector<Result<bool>> StandaloneClient::BatchIsExist(const std::vector<std::string>& keys) {
   if (Status st = CheckOpen(); !st.ok()) return std::vector<Result<bool>>(keys.size(), st);
   if (keys.empty()) return {};
+  if (auto chunks = KeyChunks(keys); chunks.size() > 1) {  // too big for one frame
+    return ConcatChunks(chunks,
+                        [&](size_t b, size_t e) { return BatchIsExist(PartOf(keys, b, e)); });
+  }
   rpc::CodesReply reply;
   Status call = link_->Data(rpc::LOCAL_EXISTS, KeysOf(keys), &reply, RpcDeadline());
   auto status = StatusesOf(call, reply, keys.size());
@@ -245,10 +256,16 @@ std::vector<Result<bool>> StandaloneClient::BatchIsExist(const std::vector<std::
 
 Result<size_t> StandaloneClient::ExistsPrefix(const std::vector<std::string>& keys) {
   KVPOOL_RETURN_IF_ERROR(CheckOpen());
-  rpc::ExistsPrefixReply reply;
-  KVPOOL_RETURN_IF_ERROR(
-      link_->Data(rpc::LOCAL_EXISTS_PREFIX, KeysOf(keys), &reply, RpcDeadline()));
-  return static_cast<size_t>(reply.count());
+  // Chunk by chunk (a batch too big for one frame) while every key so far exists.
+  size_t count = 0;
+  for (auto [begin, end] : KeyChunks(keys)) {
+    rpc::ExistsPrefixReply reply;
+    KVPOOL_RETURN_IF_ERROR(link_->Data(rpc::LOCAL_EXISTS_PREFIX, KeysOf(PartOf(keys, begin, end)),
+                                       &reply, RpcDeadline()));
+    count += reply.count();
+    if (reply.count() < end - begin) break;
+  }
+  return count;
 }
 
 Result<uint64_t> StandaloneClient::GetSize(const std::string& key) {
@@ -270,6 +287,10 @@ std::vector<Status> StandaloneClient::BatchRemove(const std::vector<std::string>
                                                   bool force) {
   if (Status st = CheckOpen(); !st.ok()) return std::vector<Status>(keys.size(), st);
   if (keys.empty()) return {};
+  if (auto chunks = KeyChunks(keys); chunks.size() > 1) {  // too big for one frame
+    return ConcatChunks(chunks,
+                        [&](size_t b, size_t e) { return BatchRemove(PartOf(keys, b, e), force); });
+  }
   rpc::CodesReply reply;
   Status call = link_->Data(rpc::LOCAL_REMOVE, KeysOf(keys, force), &reply, RpcDeadline());
   return StatusesOf(call, reply, keys.size());

@@ -6,8 +6,10 @@
 
 #include <cstring>
 
+#include "client/key_chunked.h"
 #include "client/replicate_config_proto.h"
 #include "client/standalone_client.h"
+#include "common/key_chunks.h"
 
 namespace kvpool::client {
 namespace {
@@ -38,6 +40,11 @@ std::vector<Status> StandaloneClient::BatchPut(const std::vector<std::string>& k
     whole = Status(ErrorCode::INVALID_PARAMS, "replica_num must be at least 1");
   }
   if (!whole.ok()) return std::vector<Status>(keys.size(), whole);
+  if (auto chunks = KeyChunks(keys); chunks.size() > 1) {  // too big for one frame
+    return ConcatChunks(chunks, [&](size_t b, size_t e) {
+      return BatchPut(PartOf(keys, b, e), PartOf(values, b, e), config);
+    });
+  }
   std::vector<Status> out(keys.size());
   std::lock_guard<std::mutex> lock(staging_mu_);
   size_t i = 0;
@@ -72,6 +79,9 @@ std::vector<Result<std::vector<uint8_t>>> StandaloneClient::BatchGet(
     const std::vector<std::string>& keys) {
   if (Status st = CheckOpen(); !st.ok()) {
     return std::vector<Result<std::vector<uint8_t>>>(keys.size(), st);
+  }
+  if (auto chunks = KeyChunks(keys); chunks.size() > 1) {  // too big for one frame
+    return ConcatChunks(chunks, [&](size_t b, size_t e) { return BatchGet(PartOf(keys, b, e)); });
   }
   std::vector<Result<std::vector<uint8_t>>> out(keys.size(),
                                                 Status(ErrorCode::INTERNAL_ERROR, "not staged"));

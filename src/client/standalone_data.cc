@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include "client/batch_args.h"
+#include "client/key_chunked.h"
 #include "client/replicate_config_proto.h"
 #include "client/standalone_client.h"
+#include "common/key_chunks.h"
 
 namespace kvpool::client {
 namespace {
@@ -89,6 +91,11 @@ std::vector<Status> StandaloneClient::PutSlices(const std::vector<std::string>& 
     whole = Status(ErrorCode::INVALID_PARAMS, "replica_num must be at least 1");
   }
   if (!whole.ok()) return std::vector<Status>(keys.size(), whole);
+  if (auto chunks = KeyChunks(keys); chunks.size() > 1) {  // too big for one frame
+    return ConcatChunks(chunks, [&](size_t b, size_t e) {
+      return PutSlices(PartOf(keys, b, e), PartOf(ptrs, b, e), PartOf(sizes, b, e), config, upsert);
+    });
+  }
   std::vector<Status> out(keys.size());
   rpc::LocalPut req;
   *req.mutable_config() = ToProto(config);
@@ -146,6 +153,11 @@ std::vector<Result<uint64_t>> StandaloneClient::BatchGetIntoMultiBuffers(
   Status whole = CheckOpen();
   if (whole.ok()) whole = CheckShape(keys, ptrs, sizes);
   if (!whole.ok()) return std::vector<Result<uint64_t>>(keys.size(), whole);
+  if (auto chunks = KeyChunks(keys); chunks.size() > 1) {  // too big for one frame
+    return ConcatChunks(chunks, [&](size_t b, size_t e) {
+      return BatchGetIntoMultiBuffers(PartOf(keys, b, e), PartOf(ptrs, b, e), PartOf(sizes, b, e));
+    });
+  }
   std::vector<Result<uint64_t>> out(keys.size(), Status(ErrorCode::INTERNAL_ERROR, ""));
   rpc::LocalGet req;
   std::vector<size_t> sent;

@@ -27,4 +27,11 @@ std::string PackKeys(std::span<const std::string> keys);
 // length is malformed or runs past the end. Thread-safe (pure).
 Result<std::vector<std::string_view>> UnpackKeys(std::string_view packed);
 
+// `bytes` made safe to show a human (CLI output, log lines): valid UTF-8 text passes unchanged;
+// every byte that is not part of a valid UTF-8 sequence, every control character (C0, DEL,
+// C1) and the backslash itself are written as \xNN, so distinct byte strings never print the
+// same and nothing reaches a terminal as an escape sequence. Keys are opaque bytes (often not
+// UTF-8); this is how they are displayed. Thread-safe (pure).
+std::string PrintableBytes(std::string_view bytes);
+
 }  // namespace kvpool

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "common/keys.h"
 #include "common/tenant_key.h"
 
 namespace kvpool::master {
@@ -28,7 +29,9 @@ AdminResponse Error(const Status& st) {
   if (st.code() == ErrorCode::OBJECT_NOT_FOUND || st.code() == ErrorCode::SEGMENT_NOT_FOUND) {
     http = 404;
   }
-  return Json({{"code", ErrorCodeName(st.code())}, {"message", st.message()}}, http);
+  // The message may quote a key (any bytes): escaped, so the JSON says exactly which key.
+  return Json({{"code", ErrorCodeName(st.code())}, {"message", PrintableBytes(st.message())}},
+              http);
 }
 
 const std::string* Param(const AdminRoutes::Params& params, const std::string& name) {

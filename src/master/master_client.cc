@@ -1,8 +1,35 @@
 #include "master/master_client.h"
 
+#include <algorithm>
+
+#include "common/key_chunks.h"
 #include "common/keys.h"
 
 namespace kvpool::master {
+namespace {
+
+// Appends one request's CodesReply for `keys` keys to `into` (messages stay "empty, or one per
+// key": padded with "" once any part has messages).
+void AppendCodes(rpc::CodesReply& into, const Result<rpc::CodesReply>& part, size_t keys) {
+  const size_t before = static_cast<size_t>(into.codes_size());
+  const bool messages = into.messages_size() > 0 || !part.ok() || part->messages_size() > 0;
+  if (messages) {
+    while (static_cast<size_t>(into.messages_size()) < before) into.add_messages();
+  }
+  for (size_t k = 0; k < keys; ++k) {
+    const int kk = static_cast<int>(k);
+    if (!part.ok()) {
+      into.add_codes(static_cast<int32_t>(part.status().code()));
+      into.add_messages(part.status().message());
+      continue;
+    }
+    into.add_codes(kk < part->codes_size() ? part->codes(kk)
+                                           : static_cast<int32_t>(ErrorCode::INTERNAL_ERROR));
+    if (messages) into.add_messages(kk < part->messages_size() ? part->messages(kk) : "");
+  }
+}
+
+}  // namespace
 
 MasterClient::MasterClient(rpc::Endpoint master, std::string client_id,
                            std::shared_ptr<rpc::ConnectionPool> pool)
@@ -87,6 +114,34 @@ Status MasterClient::DrainSegment(std::string_view segment_name, bool undo, Dead
 Result<rpc::PutStartReply> MasterClient::PutStart(std::span<const PutItem> items,
                                                   const rpc::ReplicateConfig& config, bool upsert,
                                                   Deadline deadline, std::string_view client_host) {
+  auto chunks = KeyChunks(items.size(), [&](size_t i) { return items[i].key.size(); });
+  if (chunks.size() == 1) return PutStartOnce(items, config, upsert, deadline, client_host);
+  // A batch too big for one frame: one request per chunk. A chunk that fails fails its own
+  // keys only; the others' reservations go on to be written and committed.
+  rpc::PutStartReply all;
+  for (auto [begin, end] : chunks) {
+    auto part =
+        PutStartOnce(items.subspan(begin, end - begin), config, upsert, deadline, client_host);
+    if (part.ok() && part->results_size() != static_cast<int>(end - begin)) {
+      part = Status(ErrorCode::INTERNAL_ERROR, "master answered PUT_START for another batch");
+    }
+    for (size_t i = begin; i < end; ++i) {
+      if (part.ok()) {
+        *all.add_results() = std::move(*part->mutable_results(static_cast<int>(i - begin)));
+      } else {
+        rpc::PutStartResult* r = all.add_results();
+        r->set_code(static_cast<int32_t>(part.status().code()));
+        r->set_message(part.status().message());
+      }
+    }
+  }
+  return all;
+}
+
+Result<rpc::PutStartReply> MasterClient::PutStartOnce(std::span<const PutItem> items,
+                                                      const rpc::ReplicateConfig& config,
+                                                      bool upsert, Deadline deadline,
+                                                      std::string_view client_host) {
   rpc::PutStart req;
   req.set_client_id(client_id_);
   req.set_client_host(std::string(client_host));
@@ -105,39 +160,112 @@ Result<rpc::CodesReply> MasterClient::PutEnd(std::span<const std::string> commit
                                              std::span<const uint64_t> commit_checksums,
                                              std::span<const std::string> revoke_keys,
                                              Deadline deadline) {
-  rpc::PutEnd req;
-  req.set_client_id(client_id_);
-  for (const std::string& k : commit_keys) req.add_commit_keys(k);
-  for (uint64_t c : commit_checksums) req.add_commit_checksums(c);
-  for (const std::string& k : revoke_keys) req.add_revoke_keys(k);
-  return CallFor<rpc::CodesReply>(rpc::PUT_END, req, deadline);
+  auto commits = KeyChunks(commit_keys.size(), [&](size_t i) { return commit_keys[i].size(); });
+  auto revokes = KeyChunks(revoke_keys.size(), [&](size_t i) { return revoke_keys[i].size(); });
+  auto once = [&](std::span<const std::string> commit, std::span<const uint64_t> checksums,
+                  std::span<const std::string> revoke) {
+    rpc::PutEnd req;
+    req.set_client_id(client_id_);
+    for (const std::string& k : commit) req.add_commit_keys(k);
+    for (uint64_t c : checksums) req.add_commit_checksums(c);
+    for (const std::string& k : revoke) req.add_revoke_keys(k);
+    return CallFor<rpc::CodesReply>(rpc::PUT_END, req, deadline);
+  };
+  if (commits.size() == 1 && revokes.size() == 1) {
+    return once(commit_keys, commit_checksums, revoke_keys);
+  }
+  // Too big for one frame: commits then revokes, a chunk per request, codes in the same order.
+  rpc::CodesReply all;
+  for (auto [begin, end] : commits) {
+    auto checksums =
+        commit_checksums.empty() ? commit_checksums : commit_checksums.subspan(begin, end - begin);
+    AppendCodes(all, once(commit_keys.subspan(begin, end - begin), checksums, {}), end - begin);
+  }
+  for (auto [begin, end] : revokes) {
+    AppendCodes(all, once({}, {}, revoke_keys.subspan(begin, end - begin)), end - begin);
+  }
+  return all;
 }
 
 Result<rpc::GetReplicaListReply> MasterClient::GetReplicaList(std::span<const std::string> keys,
                                                               bool no_lease, Deadline deadline) {
-  rpc::KeysRequest req = KeysOf(keys);
-  req.set_no_lease(no_lease);
-  return CallFor<rpc::GetReplicaListReply>(rpc::GET_REPLICA_LIST, req, deadline);
+  auto once = [&](std::span<const std::string> part) {
+    rpc::KeysRequest req = KeysOf(part);
+    req.set_no_lease(no_lease);
+    return CallFor<rpc::GetReplicaListReply>(rpc::GET_REPLICA_LIST, req, deadline);
+  };
+  auto chunks = KeyChunks(keys.size(), [&](size_t i) { return keys[i].size(); });
+  if (chunks.size() == 1) return once(keys);
+  // Too big for one frame: a request per chunk; a failed chunk fails its own keys. The lease is
+  // the shortest granted (each runs from its own answer, all after the caller asked).
+  rpc::GetReplicaListReply all;
+  bool leased = false;
+  for (auto [begin, end] : chunks) {
+    auto part = once(keys.subspan(begin, end - begin));
+    if (part.ok() && part->objects_size() != static_cast<int>(end - begin)) {
+      part = Status(ErrorCode::INTERNAL_ERROR, "master answered GET for another batch");
+    }
+    for (size_t i = begin; i < end; ++i) {
+      if (part.ok()) {
+        *all.add_objects() = std::move(*part->mutable_objects(static_cast<int>(i - begin)));
+      } else {
+        rpc::ObjectLocation* loc = all.add_objects();
+        loc->set_code(static_cast<int32_t>(part.status().code()));
+        loc->set_message(part.status().message());
+      }
+    }
+    if (part.ok()) {
+      all.set_lease_ttl_ms(leased ? std::min(all.lease_ttl_ms(), part->lease_ttl_ms())
+                                  : part->lease_ttl_ms());
+      leased = true;
+    }
+  }
+  return all;
 }
 
 Result<rpc::CodesReply> MasterClient::Exists(std::span<const std::string> keys, Deadline deadline) {
-  rpc::KeysRequest req;
-  req.set_client_id(client_id_);
-  req.set_packed_keys(PackKeys(keys));
-  return CallFor<rpc::CodesReply>(rpc::EXISTS, req, deadline);
+  auto once = [&](std::span<const std::string> part) {
+    rpc::KeysRequest req;
+    req.set_client_id(client_id_);
+    req.set_packed_keys(PackKeys(part));
+    return CallFor<rpc::CodesReply>(rpc::EXISTS, req, deadline);
+  };
+  auto chunks = KeyChunks(keys.size(), [&](size_t i) { return keys[i].size(); });
+  if (chunks.size() == 1) return once(keys);
+  rpc::CodesReply all;
+  for (auto [begin, end] : chunks) {
+    AppendCodes(all, once(keys.subspan(begin, end - begin)), end - begin);
+  }
+  return all;
 }
 
 Result<uint32_t> MasterClient::ExistsPrefix(std::span<const std::string> keys, Deadline deadline) {
-  auto r = CallFor<rpc::ExistsPrefixReply>(rpc::EXISTS_PREFIX, KeysOf(keys), deadline);
-  if (!r.ok()) return r.status();
-  return r->count();
+  // Chunk by chunk while every key so far exists: the first chunk with a gap ends the prefix.
+  uint32_t count = 0;
+  for (auto [begin, end] : KeyChunks(keys.size(), [&](size_t i) { return keys[i].size(); })) {
+    auto r = CallFor<rpc::ExistsPrefixReply>(rpc::EXISTS_PREFIX,
+                                             KeysOf(keys.subspan(begin, end - begin)), deadline);
+    if (!r.ok()) return r.status();
+    count += r->count();
+    if (r->count() < end - begin) break;
+  }
+  return count;
 }
 
 Result<rpc::CodesReply> MasterClient::Remove(std::span<const std::string> keys, bool force,
                                              Deadline deadline) {
-  rpc::KeysRequest req = KeysOf(keys);
-  req.set_force(force);
-  return CallFor<rpc::CodesReply>(rpc::REMOVE, req, deadline);
+  auto once = [&](std::span<const std::string> part) {
+    rpc::KeysRequest req = KeysOf(part);
+    req.set_force(force);
+    return CallFor<rpc::CodesReply>(rpc::REMOVE, req, deadline);
+  };
+  auto chunks = KeyChunks(keys.size(), [&](size_t i) { return keys[i].size(); });
+  if (chunks.size() == 1) return once(keys);
+  rpc::CodesReply all;
+  for (auto [begin, end] : chunks) {
+    AppendCodes(all, once(keys.subspan(begin, end - begin)), end - begin);
+  }
+  return all;
 }
 
 Result<uint64_t> MasterClient::RemoveAll(bool force, Deadline deadline) {

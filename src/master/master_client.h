@@ -31,6 +31,10 @@ class MasterClient {
     uint64_t size = 0;
   };
 
+  // The batch methods below send a batch too big for one frame (common/key_chunks.h) as
+  // several requests, in order, transparently: the reply is the same as for one request, a
+  // chunk that fails (RPC_FAIL, RPC_TIMEOUT, ...) reporting its error for its own keys only.
+
   // Calls the master at `master` as `client_id` (sent in every request that names a client).
   // `pool` may be shared with other stubs; null makes a private one.
   MasterClient(rpc::Endpoint master, std::string client_id,
@@ -88,6 +92,9 @@ class MasterClient {
   Result<Reply> CallFor(rpc::Method method, const google::protobuf::MessageLite& request,
                         Deadline deadline);
   rpc::KeysRequest KeysOf(std::span<const std::string> keys) const;
+  Result<rpc::PutStartReply> PutStartOnce(std::span<const PutItem> items,
+                                          const rpc::ReplicateConfig& config, bool upsert,
+                                          Deadline deadline, std::string_view client_host);
 
   const rpc::Endpoint master_;
   const std::string client_id_;

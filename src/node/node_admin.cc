@@ -35,7 +35,9 @@ HttpResponse NodeAdmin::Status() const {
       {"attached", a.sessions()},         {"regions", a.regions()},
       {"mapped_bytes", a.mapped_bytes()}, {"dropped_total", a.sessions_dropped()},
       {"copied_bytes", a.copied_bytes()}, {"zero_copy_bytes", a.zero_copy_bytes()}};
-  return HttpResponse{200, "application/json", j.dump(2) + "\n"};
+  // The segment name comes from --host: replace invalid UTF-8 rather than throw.
+  return HttpResponse{200, "application/json",
+                      j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"};
 }
 
 }  // namespace kvpool::node

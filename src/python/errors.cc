@@ -81,6 +81,13 @@ std::vector<int64_t> ToPyResults(const std::vector<Result<uint64_t>>& results) {
   return out;
 }
 
+py::str TextToPy(std::string_view text) {
+  PyObject* s =
+      PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "backslashreplace");
+  if (s == nullptr) throw py::error_already_set();  // out of memory
+  return py::reinterpret_steal<py::str>(s);
+}
+
 void SetLastError(const Status& status) { t_last_error = status.ToString(); }
 
 const std::string& LastError() { return t_last_error; }
@@ -88,7 +95,7 @@ const std::string& LastError() { return t_last_error; }
 void ThrowStatus(const Status& status) {
   SetLastError(status);
   py::object type = py::reinterpret_borrow<py::object>(g_error_type);
-  py::object exc = type(status.ToString());
+  py::object exc = type(TextToPy(status.ToString()));
   exc.attr("code") = ToPyCode(status.code());
   exc.attr("name") = ErrorCodeName(status.code());
   PyErr_SetObject(g_error_type, exc.ptr());
@@ -96,7 +103,7 @@ void ThrowStatus(const Status& status) {
 }
 
 void LogWarning(const std::string& message) {
-  py::module_::import("logging").attr("getLogger")("kvpool").attr("warning")(message);
+  py::module_::import("logging").attr("getLogger")("kvpool").attr("warning")(TextToPy(message));
 }
 
 void BindErrors(py::module_& m) {
@@ -119,8 +126,9 @@ void BindErrors(py::module_& m) {
       py::arg("code"),
       "The name of an error number (\"OBJECT_NOT_FOUND\"); \"UNKNOWN_ERROR(n)\" for others.");
   m.def(
-      "last_error", [] { return LastError(); },
-      "The message of the most recent failed kvpool call on this thread (\"\" if none).");
+      "last_error", [] { return TextToPy(LastError()); },
+      "The message of the most recent failed kvpool call on this thread (\"\" if none). Bytes "
+      "of a key that are not valid UTF-8 appear as \\xNN (errors=\"backslashreplace\").");
 }
 
 }  // namespace kvpool::python

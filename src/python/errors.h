@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kvpool/status.h"
@@ -31,6 +32,11 @@ std::vector<int64_t> ToPyResults(const std::vector<Result<uint64_t>>& results);
 // "" when there was none. Thread-local: safe to read after a call made with the GIL released.
 void SetLastError(const Status& status);
 const std::string& LastError();
+
+// `text` as a Python str: UTF-8 decoded, each byte that is not valid UTF-8 as \\xNN (Python's
+// errors="backslashreplace"). Messages quote keys, which are any bytes: never raises
+// UnicodeDecodeError. REQUIRES: the GIL is held.
+pybind11::str TextToPy(std::string_view text);
 
 // Raises kvpool.KVPoolError (a RuntimeError) with .code (int) and .name set from `status`.
 [[noreturn]] void ThrowStatus(const Status& status);

@@ -8,10 +8,29 @@ namespace py = pybind11;
 
 namespace kvpool::python {
 
+int64_t ReplicaNumFromPy(py::handle value) {
+  // Any integer (numpy's too, through __index__), but not a bool.
+  PyObject* index = py::isinstance<py::bool_>(value) ? nullptr : PyNumber_Index(value.ptr());
+  if (index == nullptr) {
+    PyErr_Clear();
+    throw py::type_error(fmt::format("ReplicateConfig.replica_num must be an int, not {}",
+                                     std::string(py::str(py::type::of(value).attr("__name__")))));
+  }
+  const auto n = py::reinterpret_steal<py::int_>(index);
+  if (n < py::int_(1) || n > py::int_(kMaxReplicaNum)) {
+    throw py::value_error(fmt::format(
+        "ReplicateConfig.replica_num={} is outside 1..{} (kvpool keeps at most {} replicas of "
+        "an object, each on its own segment)",
+        std::string(py::repr(n)), kMaxReplicaNum, kMaxReplicaNum));
+  }
+  return n.cast<int64_t>();
+}
+
 Result<ReplicateConfig> PyReplicateConfig::ToCore() const {
-  if (replica_num < 1) {
+  if (replica_num < 1 || replica_num > static_cast<int64_t>(kMaxReplicaNum)) {
     return Status(ErrorCode::INVALID_PARAMS,
-                  fmt::format("ReplicateConfig.replica_num={} must be at least 1", replica_num));
+                  fmt::format("ReplicateConfig.replica_num={} is outside 1..{}", replica_num,
+                              kMaxReplicaNum));
   }
   if (soft_pin_ttl_ms.has_value() && *soft_pin_ttl_ms < 0) {
     return Status(ErrorCode::INVALID_PARAMS,
@@ -63,11 +82,11 @@ void BindReplicateConfig(py::module_& m) {
   py::class_<C>(m, "ReplicateConfig",
                 "How to place the replicas of objects being put (Mooncake's field set).")
       .def(py::init<>())
-      .def(py::init([](int64_t replica_num, bool with_soft_pin, bool with_hard_pin,
+      .def(py::init([](py::object replica_num, bool with_soft_pin, bool with_hard_pin,
                        std::vector<std::string> preferred_segments, std::string preferred_segment,
                        bool prefer_alloc_in_same_node, std::vector<std::string> group_ids,
                        SoftPinAction soft_pin_action, std::optional<int64_t> soft_pin_ttl_ms) {
-             return C{replica_num,
+             return C{ReplicaNumFromPy(replica_num),
                       with_soft_pin,
                       with_hard_pin,
                       std::move(preferred_segments),
@@ -77,14 +96,17 @@ void BindReplicateConfig(py::module_& m) {
                       soft_pin_action,
                       soft_pin_ttl_ms};
            }),
-           py::kw_only(), py::arg("replica_num") = 1, py::arg("with_soft_pin") = false,
+           py::kw_only(), py::arg("replica_num") = py::int_(1), py::arg("with_soft_pin") = false,
            py::arg("with_hard_pin") = false,
            py::arg("preferred_segments") = std::vector<std::string>{},
            py::arg("preferred_segment") = "", py::arg("prefer_alloc_in_same_node") = false,
            py::arg("group_ids") = std::vector<std::string>{},
            py::arg("soft_pin_action") = SoftPinAction::PRESERVE,
            py::arg("soft_pin_ttl_ms") = py::none())
-      .def_readwrite("replica_num", &C::replica_num, "Replicas on distinct segments (>= 1).")
+      .def_property(
+          "replica_num", [](const C& c) { return c.replica_num; },
+          [](C& c, py::object v) { c.replica_num = ReplicaNumFromPy(v); },
+          "Replicas on distinct segments, 1..16 (ValueError outside; TypeError for a non-int).")
       .def_readwrite("with_soft_pin", &C::with_soft_pin, "Evicted last (older spelling).")
       .def_readwrite("with_hard_pin", &C::with_hard_pin, "Never evicted.")
       .def_readwrite("preferred_segments", &C::preferred_segments,

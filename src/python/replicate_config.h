@@ -17,6 +17,11 @@ namespace kvpool::python {
 // spelling), ENABLE / DISABLE override it.
 enum class SoftPinAction : int { PRESERVE = 0, ENABLE = 1, DISABLE = 2 };
 
+// replica_num from Python: an int in 1..kMaxReplicaNum (16). Python ints are unbounded, so a
+// value is checked before it is narrowed (2**40 must not wrap to 0 and pass). Raises ValueError
+// naming the value and the range; TypeError for a non-int (bool included).
+int64_t ReplicaNumFromPy(pybind11::handle value);
+
 struct PyReplicateConfig {
   int64_t replica_num = 1;
   bool with_soft_pin = false;

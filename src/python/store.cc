@@ -55,6 +55,22 @@ Status SplitHostPort(const std::string& text, ClientOptions& o) {
   return Status::Ok();
 }
 
+// A timeout in ms from Python into `out`; None leaves `out` (the default) alone. An int from 1
+// to one day, else INVALID_PARAMS naming `what`.
+Status TimeoutFromPy(py::handle v, std::string_view what, std::chrono::milliseconds& out) {
+  if (v.is_none()) return Status::Ok();
+  constexpr int64_t kMaxMs = 24LL * 3600 * 1000;
+  if (py::isinstance<py::bool_>(v) || !py::isinstance<py::int_>(v) || v < py::int_(1) ||
+      v > py::int_(kMaxMs)) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("{}={} must be an int number of milliseconds from 1 to {} (or None "
+                              "for the default, {} ms)",
+                              what, std::string(py::repr(v)), kMaxMs, out.count()));
+  }
+  out = std::chrono::milliseconds(v.cast<int64_t>());
+  return Status::Ok();
+}
+
 int Fail(const Status& st) {
   LogWarning(st.ToString());
   return ToPyCode(st);
@@ -143,6 +159,13 @@ int Store::Setup(const SetupArgs& a) {
                     "stat() for metrics",
                     a.client_http_port));
   }
+  if (Status st = TimeoutFromPy(a.rpc_timeout_ms, "rpc_timeout_ms", o.rpc_timeout); !st.ok()) {
+    return Fail(st);
+  }
+  if (Status st = TimeoutFromPy(a.transfer_timeout_ms, "transfer_timeout_ms", o.transfer_timeout);
+      !st.ok()) {
+    return Fail(st);
+  }
   o.global_segment_size = *segment;
   o.protocol = a.protocol;
   o.master_server_address = a.master_server_addr;
@@ -184,7 +207,9 @@ int Store::SetupFromDict(const py::dict& config) {
                                                "tenant_key_file",
                                                "tls_ca_file",
                                                "tls_cert_file",
-                                               "tls_key_file"};
+                                               "tls_key_file",
+                                               "rpc_timeout_ms",
+                                               "transfer_timeout_ms"};
   SetupArgs a;
   a.local_hostname = "localhost";
   a.metadata_server = "P2PHANDSHAKE";
@@ -222,6 +247,10 @@ int Store::SetupFromDict(const py::dict& config) {
       if (key == "tls_ca_file") a.tls_ca_file = v.cast<std::string>();
       if (key == "tls_cert_file") a.tls_cert_file = v.cast<std::string>();
       if (key == "tls_key_file") a.tls_key_file = v.cast<std::string>();
+      if (key == "rpc_timeout_ms") a.rpc_timeout_ms = py::reinterpret_borrow<py::object>(v);
+      if (key == "transfer_timeout_ms") {
+        a.transfer_timeout_ms = py::reinterpret_borrow<py::object>(v);
+      }
     } catch (const py::cast_error&) {
       return Fail(Status(
           ErrorCode::INVALID_PARAMS,
@@ -237,7 +266,8 @@ int Store::SetupFromDict(const py::dict& config) {
 }
 
 int Store::SetupDummy(py::handle mem_pool_size, py::handle local_buffer_size,
-                      const std::string& server_address, bool verify_checksum) {
+                      const std::string& server_address, bool verify_checksum,
+                      py::handle rpc_timeout_ms, py::handle transfer_timeout_ms) {
 #if KVPOOL_PY_HAS_STANDALONE
   if (client().ok()) {
     return Fail(Status(ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS,
@@ -248,10 +278,17 @@ int Store::SetupDummy(py::handle mem_pool_size, py::handle local_buffer_size,
   auto local = SizeFromPy(local_buffer_size, "local_buffer_size");
   if (!local.ok()) return Fail(local.status());
   StandaloneOptions so;
-  if (!server_address.empty()) so.server_address = server_address;
+  so.server_address = server_address;  // "" is an error, not the default (StandaloneOptions)
   so.mem_pool_size = *pool;
   so.local_buffer_size = *local;
   so.verify_checksum = verify_checksum;
+  if (Status st = TimeoutFromPy(rpc_timeout_ms, "rpc_timeout_ms", so.rpc_timeout); !st.ok()) {
+    return Fail(st);
+  }
+  if (Status st = TimeoutFromPy(transfer_timeout_ms, "transfer_timeout_ms", so.transfer_timeout);
+      !st.ok()) {
+    return Fail(st);
+  }
   Result<std::unique_ptr<Client>> r = Status();
   {
     py::gil_scoped_release nogil;
@@ -259,6 +296,8 @@ int Store::SetupDummy(py::handle mem_pool_size, py::handle local_buffer_size,
   }
   return Install(std::move(r), so.server_address, /*standalone=*/true);
 #else
+  (void)rpc_timeout_ms;
+  (void)transfer_timeout_ms;
   return Fail(Status(ErrorCode::NOT_SUPPORTED,
                      "setup_dummy: this kvpool build has no standalone mode; use setup()"));
 #endif

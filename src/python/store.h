@@ -51,6 +51,9 @@ struct SetupArgs {
   std::string tls_ca_file;
   std::string tls_cert_file;
   std::string tls_key_file;
+  // ClientOptions::rpc_timeout / transfer_timeout in ms; None keeps the defaults (5000 / 30000).
+  pybind11::object rpc_timeout_ms = pybind11::none();
+  pybind11::object transfer_timeout_ms = pybind11::none();
 };
 
 class Store {
@@ -68,7 +71,9 @@ class Store {
   int Setup(const SetupArgs& args);
   int SetupFromDict(const pybind11::dict& config);
   int SetupDummy(pybind11::handle mem_pool_size, pybind11::handle local_buffer_size,
-                 const std::string& server_address, bool verify_checksum = false);
+                 const std::string& server_address, bool verify_checksum = false,
+                 pybind11::handle rpc_timeout_ms = pybind11::none(),
+                 pybind11::handle transfer_timeout_ms = pybind11::none());
   int Close();
   int HealthCheck();
   std::string GetHostname() const;

@@ -51,7 +51,7 @@ void BindStore(py::module_& m) {
          std::string rdma_devices, std::string master_server_addr, py::object engine,
          bool enable_ssd_offload, std::string ssd_offload_path, std::string tenant_id,
          bool enable_client_http_server, int client_http_port, bool verify_checksum,
-         std::string tenant_key_file) {
+         std::string tenant_key_file, py::object rpc_timeout_ms, py::object transfer_timeout_ms) {
         SetupArgs a{std::move(local_hostname),
                     std::move(metadata_server),
                     std::move(global_segment_size),
@@ -67,6 +67,8 @@ void BindStore(py::module_& m) {
                     client_http_port,
                     verify_checksum};
         a.tenant_key_file = std::move(tenant_key_file);
+        a.rpc_timeout_ms = std::move(rpc_timeout_ms);
+        a.transfer_timeout_ms = std::move(transfer_timeout_ms);
         return s.Setup(a);
       },
       py::arg("local_hostname"), py::arg("metadata_server"), py::arg("global_segment_size"),
@@ -75,24 +77,33 @@ void BindStore(py::module_& m) {
       py::arg("enable_ssd_offload") = false, py::arg("ssd_offload_path") = "",
       py::arg("tenant_id") = "default", py::arg("enable_client_http_server") = false,
       py::arg("client_http_port") = 9300, py::arg("verify_checksum") = false,
-      py::arg("tenant_key_file") = "",
+      py::arg("tenant_key_file") = "", py::arg("rpc_timeout_ms") = py::none(),
+      py::arg("transfer_timeout_ms") = py::none(),
       "Embedded mode: register with the master at master_server_addr and contribute "
       "global_segment_size bytes of this process's memory (0: none). Sizes may be ints or "
       "strings (\"4gb\"). metadata_server, rdma_devices and local_buffer_size are accepted and "
       "not needed. verify_checksum: gets check each object's XXH3 checksum and report "
       "CHECKSUM_MISMATCH (-801) instead of bad bytes. tenant_id: the key namespace (\"default\": "
       "the default tenant); tenant_key_file: that tenant's key (else $KVPOOL_TENANT_KEY_FILE or "
-      "$KVPOOL_TENANT_KEY), which requires global_segment_size 0 (docs/security.md). Returns 0 "
+      "$KVPOOL_TENANT_KEY), which requires global_segment_size 0 (docs/security.md). "
+      "rpc_timeout_ms (default 5000): deadline of each call to the master; transfer_timeout_ms "
+      "(default 30000): deadline of a batch's data transfers, which is how long a hung node "
+      "(e.g. SIGSTOPped) can stall a batch before its keys fail with RPC_TIMEOUT. Returns 0 "
       "or a negative code.");
   cls.def("setup", &S::SetupFromDict, py::arg("config"),
           "setup() with the same fields as a dict (sizes may be \"512MB\"-style strings; "
           "'master_server_addr' or 'master_server_address' is required). Also takes "
-          "'auth_secret_file', 'tenant_key_file', 'tls_ca_file', 'tls_cert_file', 'tls_key_file' "
+          "'auth_secret_file', 'tenant_key_file', 'tls_ca_file', 'tls_cert_file', 'tls_key_file', "
+          "'rpc_timeout_ms', 'transfer_timeout_ms' "
           "(docs/security.md; the secret also comes from $KVPOOL_AUTH_SECRET). Unknown keys are "
           "refused with INVALID_PARAMS.");
   cls.def("setup_dummy", &S::SetupDummy, py::arg("mem_pool_size"), py::arg("local_buffer_size"),
           py::arg("server_address") = "127.0.0.1:50052", py::arg("verify_checksum") = false,
-          "Standalone mode: attach to the kvpool node at server_address (host:port). Register "
+          py::arg("rpc_timeout_ms") = py::none(), py::arg("transfer_timeout_ms") = py::none(),
+          "Standalone mode: attach to the kvpool node at server_address: HOST:PORT with the "
+          "node's --port (required) and a host of this machine, or the node's socket as @name "
+          "or /path; anything else (\"\", a missing port, another machine's or an unresolvable "
+          "host) is INVALID_PARAMS. rpc_timeout_ms / transfer_timeout_ms: as in setup(). Register "
           "memory from HostMemAllocator for zero-copy calls; copying calls move data through "
           "a staging buffer of local_buffer_size bytes shared with the node. verify_checksum: "
           "the node checks each object's checksum on gets (CHECKSUM_MISMATCH, -801).");

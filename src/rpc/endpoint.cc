@@ -1,8 +1,12 @@
 #include "rpc/endpoint.h"
 
 #include <fmt/format.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <charconv>
+#include <memory>
 
 namespace kvpool::rpc {
 
@@ -52,6 +56,52 @@ Result<Endpoint> ParseEndpoint(std::string_view text, uint16_t default_port,
   }
   ep.port = static_cast<uint16_t>(value);
   return ep;
+}
+
+namespace {
+
+struct ResolvedAddrDeleter {
+  void operator()(addrinfo* a) const { freeaddrinfo(a); }
+};
+using ResolvedAddrs = std::unique_ptr<addrinfo, ResolvedAddrDeleter>;
+
+Result<ResolvedAddrs> ResolveHostForCheck(const std::string& host, std::string_view what) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* res = nullptr;
+  const int gai = getaddrinfo(host.c_str(), nullptr, &hints, &res);
+  if (gai != 0 || res == nullptr) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("{}: host '{}' does not resolve ({}); give a host name or IP "
+                              "address of this machine",
+                              what, host, gai != 0 ? gai_strerror(gai) : "no address"));
+  }
+  return ResolvedAddrs(res);
+}
+
+}  // namespace
+
+Status CheckResolvable(const std::string& host, std::string_view what) {
+  auto res = ResolveHostForCheck(host, what);
+  return res.ok() ? Status::Ok() : res.status();
+}
+
+Status CheckLocalHost(const std::string& host, std::string_view what) {
+  auto res = ResolveHostForCheck(host, what);
+  if (!res.ok()) return res.status();
+  for (addrinfo* ai = res->get(); ai != nullptr; ai = ai->ai_next) {
+    // Binding port 0 of a datagram socket succeeds exactly for this machine's addresses.
+    int fd = ::socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    const bool local = ::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0;
+    ::close(fd);
+    if (local) return Status::Ok();
+  }
+  return Status(ErrorCode::INVALID_PARAMS,
+                fmt::format("{}: host '{}' is not an address of this machine; the node must run "
+                            "on this host (use 127.0.0.1:PORT)",
+                            what, host));
 }
 
 }  // namespace kvpool::rpc

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "client/client_security.h"
+#include "common/keys.h"
 #include "common/units.h"
 #include "kvpool/client.h"
 #include "tools/interrupt_watcher.h"
@@ -19,8 +20,9 @@
 namespace kvpool::tools {
 namespace {
 
+// Keys are any bytes and messages quote them: what reaches the terminal is PrintableBytes.
 int Fail(const std::string& what, const Status& st) {
-  std::cerr << "kvpool " << what << ": " << st.ToString() << "\n";
+  std::cerr << "kvpool " << what << ": " << PrintableBytes(st.ToString()) << "\n";
   return 1;
 }
 
@@ -135,7 +137,7 @@ int Put(const ClientCommandOptions& o, const std::string& key, const std::string
   Status st = (*client)->RegisterBuffer(data->data(), data->size());
   if (st.ok()) st = (*client)->PutFrom(key, data->data(), data->size());
   if (!st.ok()) return Fail("put", st);
-  std::cout << fmt::format("put {} ({})\n", key, FormatSize(data->size()));
+  std::cout << fmt::format("put {} ({})\n", PrintableBytes(key), FormatSize(data->size()));
   return 0;
 }
 
@@ -181,7 +183,8 @@ int Get(const ClientCommandOptions& o, const std::string& key, const std::string
   auto got = (*client)->GetInto(key, data.data(), data.size());
   if (!got.ok()) return Fail("get", got.status());
   if (st = WriteOutput(path, data, *got, watcher); !st.ok()) return Fail("get", st);
-  std::cout << fmt::format("got {} ({}) -> {}\n", key, FormatSize(*got), path);
+  std::cout << fmt::format("got {} ({}) -> {}\n", PrintableBytes(key), FormatSize(*got),
+                           PrintableBytes(path));
   return 0;
 }
 
@@ -201,7 +204,7 @@ int Remove(const ClientCommandOptions& o, const std::string& key, bool force) {
   if (!client.ok()) return Fail("rm", client.status());
   Status st = (*client)->Remove(key, force);
   if (!st.ok()) return Fail("rm", st);
-  std::cout << fmt::format("removed {}\n", key);
+  std::cout << fmt::format("removed {}\n", PrintableBytes(key));
   return 0;
 }
 
