@@ -146,6 +146,15 @@ struct PoolStat {
   uint64_t object_count = 0;
   uint64_t client_count = 0;
   uint64_t evicted_total = 0;
+  // Read leases held now (transfers in flight) and the bytes of the objects they hold.
+  uint64_t leases_held = 0;
+  uint64_t bytes_leased = 0;
+  // Put items refused for lack of room since the master started, by reason: the pool was full
+  // with everything evictable leased, hard-pinned or being written; a tenant quota; no segment
+  // (none mounted or accepting, or the object is larger than every segment).
+  uint64_t refused_leased_or_pinned = 0;
+  uint64_t refused_tenant_quota = 0;
+  uint64_t refused_no_segment = 0;
 };
 
 class Client {

@@ -33,6 +33,8 @@ uint64_t Evictor::CountedBytes(const Object& o, const Pass& pass) const {
 bool Evictor::IsCandidate(const Object& o, const Pass& pass) const {
   if (o.pending() || o.hard_pinned() || o.leased(pass.now_ns)) return false;
   if (o.soft_pinned() != pass.soft_pinned) return false;
+  if (pass.asked && o.asked() != *pass.asked) return false;
+  if (o.last_access_ns() > pass.idle_at_most_ns) return false;
   if (pass.tenant && TenantOf(o.key()) != *pass.tenant) return false;
   return !pass.segment || HasReplicaOn(o, *pass.segment);
 }
@@ -120,25 +122,46 @@ EvictionResult Evictor::EvictRound(const Pass& pass, uint64_t target, int64_t cu
   return round;
 }
 
-EvictionResult Evictor::Evict(uint64_t target_bytes, std::optional<uint64_t> segment,
-                              int64_t now_ns, std::optional<std::string_view> tenant) {
-  std::lock_guard serial(mu_);
+EvictionResult Evictor::EvictClass(const Pass& pass, uint64_t target) {
   EvictionResult total;
   auto add = [&total](const EvictionResult& r) {
     total.objects += r.objects;
     total.bytes += r.bytes;
     return r.objects;
   };
+  int64_t cutoff = EstimateCutoff(pass, target);
+  add(EvictRound(pass, target, cutoff, /*share=*/false));
+  // Sampling fell short: shared rounds while they make progress.
+  while (total.bytes < target) {
+    uint64_t n = add(EvictRound(pass, target - total.bytes, std::numeric_limits<int64_t>::max(),
+                                /*share=*/true));
+    if (n == 0) break;
+  }
+  return total;
+}
+
+EvictionResult Evictor::Evict(uint64_t target_bytes, std::optional<uint64_t> segment,
+                              int64_t now_ns, std::optional<std::string_view> tenant,
+                              int64_t min_idle_ns, bool young_too) {
+  std::lock_guard serial(mu_);
+  EvictionResult total;
+  const int64_t idle_cutoff =
+      min_idle_ns > 0 ? now_ns - min_idle_ns : std::numeric_limits<int64_t>::max();
+  struct Class {
+    std::optional<bool> asked;
+    int64_t idle_at_most_ns;
+  };
+  std::vector<Class> classes = {{false, idle_cutoff}, {true, idle_cutoff}};
+  if (min_idle_ns > 0 && young_too) {
+    classes.push_back({std::nullopt, std::numeric_limits<int64_t>::max()});
+  }
   for (bool soft : {false, true}) {
-    if (total.bytes >= target_bytes) break;
-    Pass pass{soft, segment, now_ns, tenant};
-    int64_t cutoff = EstimateCutoff(pass, target_bytes - total.bytes);
-    add(EvictRound(pass, target_bytes - total.bytes, cutoff, /*share=*/false));
-    // Sampling fell short: shared rounds while they make progress.
-    while (total.bytes < target_bytes) {
-      uint64_t n = add(EvictRound(pass, target_bytes - total.bytes,
-                                  std::numeric_limits<int64_t>::max(), /*share=*/true));
-      if (n == 0) break;
+    for (const Class& c : classes) {
+      if (total.bytes >= target_bytes) break;
+      Pass pass{soft, segment, now_ns, tenant, c.asked, c.idle_at_most_ns};
+      EvictionResult r = EvictClass(pass, target_bytes - total.bytes);
+      total.objects += r.objects;
+      total.bytes += r.bytes;
     }
   }
   evicted_total_.fetch_add(total.objects, std::memory_order_relaxed);

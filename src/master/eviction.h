@@ -1,7 +1,11 @@
 // Eviction: removes objects to make room, approximately least-recently-used.
 //
 // Candidates are complete objects that are neither leased nor hard-pinned; pending objects are
-// never touched. Soft-pinned objects go only after every other candidate. Within each class:
+// never touched. Soft-pinned objects go only after every other candidate. Among each of those,
+// candidates go in classes: first objects idle for at least `min_idle` that nobody asked for
+// (exists or get) since they were written, then such idle objects that were asked for, and
+// last (only when the caller allows it: a put that needs room now) the younger ones. Within
+// each class:
 //   1. a sampling pass (up to kSamplesPerShard candidates per shard, exact for smaller shards)
 //      estimates the last_access cutoff below which the candidates hold the target bytes;
 //   2. an eviction pass removes candidates at or below the cutoff, oldest first per shard;
@@ -39,8 +43,11 @@ class Evictor {
   // object loses all its replicas. `now_ns` decides which leases still hold.
   // With `tenant` (normalized, "" the default tenant), only that tenant's objects are
   // candidates and bytes count as the tenant ledger counts them (size x replicas: quotas).
+  // `min_idle_ns`: objects touched (put, exists, get) more recently are spared, unless
+  // `young_too`, in which case they go last (least recently used first).
   EvictionResult Evict(uint64_t target_bytes, std::optional<uint64_t> segment, int64_t now_ns,
-                       std::optional<std::string_view> tenant = std::nullopt);
+                       std::optional<std::string_view> tenant = std::nullopt,
+                       int64_t min_idle_ns = 0, bool young_too = true);
 
   // Objects evicted since construction.
   uint64_t evicted_total() const { return evicted_total_.load(std::memory_order_relaxed); }
@@ -57,6 +64,8 @@ class Evictor {
     std::optional<uint64_t> segment;
     int64_t now_ns;
     std::optional<std::string_view> tenant;
+    std::optional<bool> asked;  // only objects asked for (or not) since written; any: nullopt
+    int64_t idle_at_most_ns;    // only objects whose last access is at or before this
   };
   bool IsCandidate(const Object& o, const Pass& pass) const;
   // Step 1: the last_access at or below which candidates hold about `target` bytes.
@@ -68,6 +77,8 @@ class Evictor {
   // One round over every shard, each freeing an equal share of what is left of `target`
   // (`share`), or everything up to the target (!share).
   EvictionResult EvictRound(const Pass& pass, uint64_t target, int64_t cutoff, bool share);
+  // Evicts up to `target` bytes of one class of candidates.
+  EvictionResult EvictClass(const Pass& pass, uint64_t target);
   // Bytes evicting `o` frees that count toward the target.
   uint64_t CountedBytes(const Object& o, const Pass& pass) const;
 

@@ -9,6 +9,8 @@
 // round when space is short (bounded work, never a wait for other clients).
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -23,6 +25,7 @@
 #include "kvpool/status.h"
 #include "master/client_registry.h"
 #include "master/eviction.h"
+#include "master/lease_table.h"
 #include "master/master_options.h"
 #include "master/object_table.h"
 #include "master/segment_registry.h"
@@ -68,6 +71,14 @@ struct ClientInfo {
   std::vector<std::string> segments;  // mounted by this client
 };
 
+// Why a put item was refused (NO_AVAILABLE_HANDLE or TENANT_QUOTA_EXCEEDED), for metrics.
+enum class RefusalReason : uint8_t {
+  kLeasedOrPinned = 0,  // pool full; everything evictable is leased, hard-pinned or pending
+  kTenantQuota = 1,
+  kNoSegment = 2,  // none mounted, none accepting, or the object is larger than every segment
+};
+inline constexpr size_t kRefusalReasons = 3;
+
 struct HousekeepingReport {
   size_t dead_clients = 0;
   size_t segments_unmounted = 0;      // segments of dead clients
@@ -75,6 +86,8 @@ struct HousekeepingReport {
   size_t reservations_reclaimed = 0;  // pending puts older than put_start_release_timeout
   size_t deferred_frees = 0;          // space of discarded reservations released
   EvictionResult evicted;             // watermark eviction
+  size_t leases_expired = 0;          // read leases whose TTL ran out before their release
+  size_t leases_of_dead_clients = 0;  // read leases ended because their client was dead
 };
 
 class MasterCore {
@@ -132,10 +145,27 @@ class MasterCore {
   // Request errors: INVALID_PARAMS (empty client_id).
   Result<rpc::CodesReply> PutEnd(const rpc::PutEnd& req, TimePoint now);
 
-  // Per key: OK with size, checksum and replicas, and (unless no_lease) a lease until now + the
-  // lease TTL; REPLICA_IS_NOT_READY (pending); OBJECT_NOT_FOUND; REPLICA_IS_GONE (its segments were
-  // just unmounted); INVALID_KEY.
+  // Per key: OK with size, checksum and replicas, and (unless no_lease) a read lease on it;
+  // REPLICA_IS_NOT_READY (pending); OBJECT_NOT_FOUND; REPLICA_IS_GONE (its segments were just
+  // unmounted); INVALID_KEY. The lease (reply.lease_id, 0 when no key was leased) covers every
+  // OK key and is held by (req.client_id, lease_id): it ends when that client releases it
+  // (ReleaseLeases) once its transfer is over, when the client is declared dead (silent for
+  // client_ttl; reply.client_handle and client_ttl_ms let the reader check), or at the latest
+  // after reply.lease_ttl_ms. While it holds, the objects are neither evicted, upserted nor
+  // removed (without force).
   rpc::GetReplicaListReply GetReplicaList(const rpc::KeysRequest& req, TimePoint now);
+  // Ends the leases `ids` of client `client_id` (ids it does not hold are ignored; empty
+  // client_id: none). Returns how many ended. (master_leases.cc)
+  size_t ReleaseLeases(std::string_view client_id, std::span<const uint64_t> ids, TimePoint now);
+  // The LEASE_RELEASE RPC. Errors: INVALID_PARAMS (empty client_id).
+  Status LeaseRelease(const rpc::LeaseRelease& req, TimePoint now);
+  // Read leases held now and the bytes of the objects they hold.
+  uint64_t leases_held() const { return leases_.held(); }
+  uint64_t bytes_leased() const { return leases_.bytes(); }
+  // Put items refused since start for `reason`.
+  uint64_t refused(RefusalReason reason) const {
+    return refused_[static_cast<size_t>(reason)].load(std::memory_order_relaxed);
+  }
   // Per key: 1 complete, 0 absent or pending, INVALID_KEY.
   rpc::CodesReply Exists(std::span<const std::string_view> keys, TimePoint now);
   rpc::CodesReply Exists(const rpc::KeysRequest& req, TimePoint now);
@@ -202,6 +232,13 @@ class MasterCore {
 
  private:
   struct PutContext;
+  // Evictions one put item may run before it is refused (each must free something).
+  static constexpr int kPutEvictionAttempts = 3;
+  void Refuse(RefusalReason reason) {
+    refused_[static_cast<size_t>(reason)].fetch_add(1, std::memory_order_relaxed);
+  }
+  // Undoes the holds of ended leases (master_leases.cc); returns how many leases.
+  size_t EndLeases(std::vector<Lease> ended);
   // The quota of `tenant` (--tenant_quota), if it has one.
   std::optional<uint64_t> QuotaOf(std::string_view tenant) const;
   // Bytes by which `need` more would take `tenant` past `quota` (0: it fits).
@@ -254,6 +291,8 @@ class MasterCore {
   SegmentRegistry registry_;
   ObjectTable table_;
   Evictor evictor_;
+  LeaseTable leases_;
+  std::array<std::atomic<uint64_t>, kRefusalReasons> refused_{};
   std::mutex restore_mu_;
   // Object lists of segments whose re-registration is still arriving, by segment name.
   struct StagedRestore {

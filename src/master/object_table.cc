@@ -56,6 +56,7 @@ Object* ObjectTable::Shard::Insert(ObjectPtr obj) {
 
 void ObjectTable::Shard::Erase(Object* obj) {
   pending_.erase(obj);
+  if (obj->held) holds_.erase(obj);
   ledger_->Add(TenantOf(obj->key()), -static_cast<int64_t>(ObjectTable::TenantBytes(*obj)), -1);
   objects_.Erase(obj);
   total_->fetch_sub(1, std::memory_order_relaxed);
@@ -66,6 +67,28 @@ void ObjectTable::Shard::MarkComplete(Object* obj) {
   obj->state = ObjectState::kComplete;
   obj->stamp_ns = 0;  // no lease yet
   pending_.erase(obj);
+}
+
+ObjectTable::Shard::HoldToken ObjectTable::Shard::Hold(Object* obj, int64_t until_ns) {
+  assert(!obj->pending());
+  HoldEntry& e = holds_[obj];
+  if (e.readers == 0) e.generation = next_generation_++;
+  ++e.readers;
+  obj->held = true;
+  obj->stamp_ns = std::max(obj->stamp_ns, until_ns);
+  return HoldToken{obj, e.generation};
+}
+
+bool ObjectTable::Shard::Unhold(const HoldToken& token) {
+  auto it = holds_.find(token.obj);
+  if (it == holds_.end() || it->second.generation != token.generation) return false;
+  if (--it->second.readers > 0) return false;
+  // The object is alive (an erase would have dropped the entry): the last reader is done.
+  auto* obj = const_cast<Object*>(it->first);
+  holds_.erase(it);
+  obj->held = false;
+  obj->stamp_ns = 0;
+  return true;
 }
 
 size_t ObjectTable::Shard::EraseIf(const std::function<bool(Object&)>& f) {
@@ -86,6 +109,7 @@ size_t ObjectTable::Shard::EraseIf(const std::function<bool(Object&)>& f) {
     }
     account(TenantOf(o.key()), -before, -1);
     pending_.erase(&o);
+    if (o.held) holds_.erase(&o);
     return true;
   });
   for (const auto& [tenant, d] : deltas) ledger_->Add(tenant, d.first, d.second);

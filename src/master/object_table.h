@@ -22,6 +22,7 @@
 #include <mutex>
 #include <span>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -44,6 +45,9 @@ enum class ObjectState : uint8_t { kPending = 0, kComplete = 1 };
 
 inline constexpr uint8_t kSoftPin = 1;
 inline constexpr uint8_t kHardPin = 2;
+// A reader asked for it (exists or get) since it was written: eviction takes objects nobody
+// asked for first. Not a pin: never journaled.
+inline constexpr uint8_t kAsked = 4;
 // Most replicas one object may have (ReplicateConfig.replica_num above this is refused).
 inline constexpr uint32_t kMaxReplicas = 16;
 
@@ -70,10 +74,15 @@ class Object {
   size_t DropReplicasIf(const std::function<bool(const ReplicaRef&)>& drop);
 
   bool pending() const { return state == ObjectState::kPending; }
+  // A read lease holds it: some reader's transfer is in flight (Shard::Hold), and the newest of
+  // those leases' TTLs has not run out. An object whose holds all lapsed (readers stalled or gone
+  // silent) is not leased even before the housekeeping sweep ends them.
   bool leased(int64_t now_ns) const { return !pending() && stamp_ns > now_ns; }
   bool soft_pinned() const { return (flags & kSoftPin) != 0; }
   bool hard_pinned() const { return (flags & kHardPin) != 0; }
-  // PENDING: when its put started. COMPLETE: when its read lease ends (0: never leased).
+  bool asked() const { return (flags & kAsked) != 0; }
+  // PENDING: when its put started. COMPLETE: the latest end of its read leases' TTLs (0: no
+  // lease holds it; Shard::Unhold resets it when the last one ends).
   int64_t put_start_ns() const { return stamp_ns; }
   int64_t lease_until_ns() const { return stamp_ns; }
   // Eviction's LRU clock: put start or last leased read, kept in ticks of 2^24 ns (16.8 ms) in
@@ -91,6 +100,7 @@ class Object {
   uint32_t writer = 0;    // interned id of the client that put it
   ObjectState state = ObjectState::kPending;
   uint8_t flags = 0;  // kSoftPin | kHardPin
+  bool held = false;  // the shard's hold map has an entry for it (see Shard::Hold)
 
  private:
   static constexpr int kTickShift = 24;
@@ -148,6 +158,19 @@ class ObjectTable {
     // Erases every object for which f(Object&) returns true (f may change objects it keeps).
     // Returns how many were erased.
     size_t EraseIf(const std::function<bool(Object&)>& f);
+    // Read leases. Hold records one more reader of the complete object `obj` (its stamp_ns is
+    // extended to `until_ns`) and returns the token that ends exactly this hold: Unhold(obj,
+    // token) with a token of an object since erased (even if a new object now has the same
+    // address) does nothing. Returns true when it ended the last hold, so the object is no
+    // longer leased. Erasing an object drops its holds.
+    struct HoldToken {
+      const Object* obj = nullptr;
+      uint64_t generation = 0;
+    };
+    HoldToken Hold(Object* obj, int64_t until_ns);
+    bool Unhold(const HoldToken& token);
+    // Objects held by at least one lease.
+    size_t held_count() const { return holds_.size(); }
     // The pending objects (a small side index, so reclaiming stale puts does not scan all).
     const std::unordered_set<Object*>& pending() const { return pending_; }
     size_t size() const { return objects_.size(); }
@@ -156,6 +179,14 @@ class ObjectTable {
     friend class ObjectTable;
     ObjectIndex objects_;
     std::unordered_set<Object*> pending_;
+    struct HoldEntry {
+      uint32_t readers = 0;
+      uint64_t generation = 0;
+    };
+    // Objects with holds (Object::held): a side map, so an object without readers carries no
+    // lease state beyond its header. Entries are dropped when their object is erased.
+    std::unordered_map<const Object*, HoldEntry> holds_;
+    uint64_t next_generation_ = 1;
     std::atomic<size_t>* total_ = nullptr;  // the table's object count
     TenantLedger* ledger_ = nullptr;        // the table's per-tenant totals
   };

@@ -27,6 +27,8 @@ struct TopSnapshot {
   std::vector<SegmentRow> segments;            // by name
   std::map<std::string, double> errors;        // by `code` label, summed over methods
   double capacity = 0, used = 0, objects = 0, pending = 0, clients = 0, evicted = 0;
+  double leases = 0, leased_bytes = 0;
+  std::map<std::string, double> refused;  // put items refused, by `reason` label
 };
 
 // Reads the kvpool_master_* samples that top shows (others are ignored).

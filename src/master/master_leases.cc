@@ -1,0 +1,48 @@
+// MasterCore's read leases: releases from readers, and the leases that end without one (TTL,
+// dead clients). GetReplicaList (master_core.cc) takes them.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "master/master_core.h"
+
+namespace kvpool::master {
+
+size_t MasterCore::EndLeases(std::vector<Lease> ended) {
+  if (ended.empty()) return 0;
+  // Every hold of every lease, by shard: each shard is locked once.
+  std::vector<ShardHold> holds;
+  for (Lease& l : ended) holds.insert(holds.end(), l.holds.begin(), l.holds.end());
+  std::sort(holds.begin(), holds.end(),
+            [](const ShardHold& a, const ShardHold& b) { return a.shard < b.shard; });
+  for (size_t i = 0; i < holds.size();) {
+    auto shard = table_.LockIndex(holds[i].shard);
+    const uint32_t index = holds[i].shard;
+    for (; i < holds.size() && holds[i].shard == index; ++i) shard->Unhold(holds[i].token);
+  }
+  return ended.size();
+}
+
+size_t MasterCore::ReleaseLeases(std::string_view client_id, std::span<const uint64_t> ids,
+                                 TimePoint now) {
+  if (client_id.empty() || ids.empty()) return 0;
+  const uint32_t client = clients_.Touch(client_id, now, false).handle;
+  std::vector<Lease> ended;
+  ended.reserve(ids.size());
+  for (uint64_t id : ids) {
+    if (auto l = leases_.Release(id, client)) ended.push_back(std::move(*l));
+  }
+  return EndLeases(std::move(ended));
+}
+
+Status MasterCore::LeaseRelease(const rpc::LeaseRelease& req, TimePoint now) {
+  if (req.client_id().empty()) {
+    return Status(ErrorCode::INVALID_PARAMS, "lease release: client_id is empty");
+  }
+  ReleaseLeases(req.client_id(),
+                {req.lease_ids().data(), static_cast<size_t>(req.lease_ids_size())}, now);
+  return Status::Ok();
+}
+
+}  // namespace kvpool::master
