@@ -129,6 +129,11 @@ struct ReplicateConfig {
   bool with_hard_pin = false;                   // never evicted
   std::vector<std::string> preferred_segments;  // segment names ("host:port") tried first
   bool prefer_alloc_in_same_node = false;
+  // One per key of the batch, or empty: objects sharing a group id are evicted together and a
+  // read lease on one holds them all (a hybrid model's page: its KV and state objects). Wrong
+  // length or an empty id: INVALID_PARAMS for the whole batch, nothing written.
+  std::vector<std::string> group_ids;
+  uint64_t soft_pin_ttl_ms = 0;  // with_soft_pin: the pin lapses this long after the put (0: never)
 };
 
 // Totals of the pool as the master sees them.

@@ -11,7 +11,8 @@
 //   2. an eviction pass removes candidates at or below the cutoff, oldest first per shard;
 //   3. should sampling have underestimated, rounds in which every shard frees its share of
 //      what is left (oldest first) make up the rest.
-// This approximates a global LRU without sorting or copying the whole table.
+// This approximates a global LRU without sorting or copying the whole table. An evicted member of
+// an object group takes the rest of its group with it (object_groups.h).
 //
 // Threading: thread-safe; one eviction runs at a time (a second caller waits for the first).
 // Takes shard locks one at a time: REQUIRES that the caller holds no shard lock.
@@ -21,7 +22,9 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "master/object_table.h"
 #include "master/segment_registry.h"
@@ -72,11 +75,16 @@ class Evictor {
   int64_t EstimateCutoff(const Pass& pass, uint64_t target);
   // Evicts candidates with last_access <= cutoff from one shard, oldest first, until `quota`
   // bytes are freed.
+  // The groups of grouped objects it evicted are added to `groups`.
   EvictionResult EvictFromShard(ObjectTable::Shard& shard, uint64_t quota, int64_t cutoff,
-                                const Pass& pass);
+                                const Pass& pass, std::vector<std::string>* groups);
   // One round over every shard, each freeing an equal share of what is left of `target`
   // (`share`), or everything up to the target (!share).
-  EvictionResult EvictRound(const Pass& pass, uint64_t target, int64_t cutoff, bool share);
+  EvictionResult EvictRound(const Pass& pass, uint64_t target, int64_t cutoff, bool share,
+                            std::vector<std::string>* groups);
+  // Evicts what is left of `groups` (an evicted member's group goes with it: all members, on
+  // whichever segment; one a reader holds stays, ungrouped) and clears the list.
+  EvictionResult EvictGroups(std::vector<std::string>* groups, const Pass& pass);
   // Evicts up to `target` bytes of one class of candidates.
   EvictionResult EvictClass(const Pass& pass, uint64_t target);
   // Bytes evicting `o` frees that count toward the target.

@@ -36,8 +36,9 @@ void MasterClient::ReleaseLease(uint64_t lease_id) {
     if (was_empty) oldest_release_ = Clock::now();
     if (releases_.size() >= kMaxQueuedReleases) releases_.erase(releases_.begin());
     releases_.push_back(lease_id);
+    // Only the first release of a batch wakes the flusher, and only when it is not polling.
+    was_empty = was_empty && !release_polling_;
   }
-  // Only the first release of a batch wakes the flusher; the rest ride along.
   if (was_empty) release_cv_.notify_all();
 }
 
@@ -72,6 +73,16 @@ bool MasterClient::WaitForStaleReleases(Clock::duration delay, Deadline until) {
   std::unique_lock lock(release_mu_);
   while (!release_waits_stopped_) {
     if (releases_.empty()) {
+      const Clock::time_point now = Clock::now();
+      if (now - oldest_release_ < kReleasePollWindow) {
+        // Releases keep coming: look again after `delay` instead of asking each one to wake us
+        // (a notify per get would cost the get path a system call).
+        release_polling_ = true;
+        release_cv_.wait_until(lock, std::min(now + delay, until));
+        if (Clock::now() >= until) return false;
+        continue;
+      }
+      release_polling_ = false;
       if (release_cv_.wait_until(lock, until) == std::cv_status::timeout) return false;
       continue;
     }

@@ -124,6 +124,9 @@ class MasterClient {
   std::vector<uint64_t> releases_;      // guarded by release_mu_
   Clock::time_point oldest_release_{};  // guarded by release_mu_: when releases_ got its first
   bool release_waits_stopped_ = false;  // guarded by release_mu_
+  bool release_polling_ = false;        // guarded by release_mu_: the waiter looks by itself
+  // How long after a release the waiter keeps polling (every `delay`) instead of sleeping.
+  static constexpr Clock::duration kReleasePollWindow = std::chrono::milliseconds(200);
 };
 
 }  // namespace kvpool::master

@@ -52,6 +52,7 @@ struct MasterCore::PutContext {
   std::vector<std::string_view> preferred;
   std::string_view client_host;
   bool prefer_same_host;
+  int64_t soft_pin_ttl_ns;  // 0: a soft pin never lapses
 };
 
 MasterCore::MasterCore(const MasterOptions& options, uint64_t epoch)
@@ -129,27 +130,57 @@ Result<rpc::PutStartReply> MasterCore::PutStart(const rpc::PutStart& req, TimePo
     return Status(ErrorCode::INVALID_PARAMS, fmt::format("replica_num={} is above the limit of {}",
                                                          replica_num, kMaxReplicas));
   }
-  PutContext ctx{clients_.Touch(req.client_id(), now, false).handle,
-                 replica_num,
-                 static_cast<uint8_t>((cfg.with_soft_pin() ? kSoftPin : 0) |
-                                      (cfg.with_hard_pin() ? kHardPin : 0)),
-                 req.upsert(),
-                 ToNanos(now),
-                 registry_.Usage().largest_segment,
-                 {cfg.preferred_segments().begin(), cfg.preferred_segments().end()},
-                 req.client_host(),
-                 cfg.prefer_alloc_in_same_node()};
+  PutContext ctx{
+      clients_.Touch(req.client_id(), now, false).handle,
+      replica_num,
+      static_cast<uint8_t>((cfg.with_soft_pin() ? kSoftPin : 0) |
+                           (cfg.with_hard_pin() ? kHardPin : 0)),
+      req.upsert(),
+      ToNanos(now),
+      registry_.Usage().largest_segment,
+      {cfg.preferred_segments().begin(), cfg.preferred_segments().end()},
+      req.client_host(),
+      cfg.prefer_alloc_in_same_node(),
+      static_cast<int64_t>(std::min<uint64_t>(cfg.soft_pin_ttl_ms(), kMaxSoftPinTtlMs)) * 1000000};
+  KVPOOL_RETURN_IF_ERROR(ValidateGroupIds(req));
   rpc::PutStartReply reply;
   reply.mutable_results()->Reserve(req.items_size());
   bool may_evict = true;
-  for (const rpc::PutItem& item : req.items()) {
-    *reply.add_results() = PutOne(item, ctx, &may_evict);
+  for (int i = 0; i < req.items_size(); ++i) {
+    std::string_view group = cfg.group_ids_size() > 0 ? cfg.group_ids(i) : std::string_view();
+    *reply.add_results() = PutOne(req.items(i), ctx, &may_evict, group);
   }
   return reply;
 }
 
+Status MasterCore::ValidateGroupIds(const rpc::PutStart& req) {
+  const auto& ids = req.config().group_ids();
+  if (ids.empty()) return Status::Ok();
+  if (ids.size() != req.items_size()) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("group_ids has {} entries for {} keys: give one per key, or none",
+                              ids.size(), req.items_size()));
+  }
+  for (int i = 0; i < ids.size(); ++i) {
+    if (ids[i].empty() || ids[i].size() > kMaxKeyBytes) {
+      return Status(ErrorCode::INVALID_PARAMS,
+                    fmt::format("group_ids[{}] (key={}) is {} bytes: a group id is 1..{} bytes", i,
+                                req.items(i).key(), ids[i].size(), kMaxKeyBytes));
+    }
+  }
+  return Status::Ok();
+}
+
+void MasterCore::JoinGroup(ObjectTable::Shard& shard, std::string_view key,
+                           std::string_view group_id) {
+  Object* obj = shard.Find(key);
+  if (obj == nullptr || (obj->flags & kGrouped) != 0) return;  // in a group already: stays there
+  table_.groups().Join(ObjectGroups::Scoped(TenantOf(key), group_id), key);
+  obj->flags |= kGrouped;
+}
+
 rpc::PutStartResult MasterCore::PutOne(const rpc::PutItem& item, const PutContext& ctx,
-                                       bool* may_evict) {
+                                       bool* may_evict, std::string_view group_id) {
   rpc::PutStartResult out;
   Status st = ValidateKey(item.key());
   if (!st.ok()) {
@@ -173,9 +204,15 @@ rpc::PutStartResult MasterCore::PutOne(const rpc::PutItem& item, const PutContex
   for (int attempt = 0;; ++attempt) {
     {
       auto shard = table_.Lock(item.key());
-      if (ResolveExisting(*shard, shard->Find(item.key()), ctx, &out)) return out;
+      if (ResolveExisting(*shard, shard->Find(item.key()), ctx, &out)) {
+        if (!group_id.empty() && out.already_exists()) JoinGroup(*shard, item.key(), group_id);
+        return out;
+      }
       over_quota = quota ? QuotaExcess(tenant, quota_need, *quota) : 0;
-      if (over_quota == 0 && TryPlace(*shard, item, ctx, &out)) return out;
+      if (over_quota == 0 && TryPlace(*shard, item, ctx, &out)) {
+        if (!group_id.empty() && out.code() == 0) JoinGroup(*shard, item.key(), group_id);
+        return out;
+      }
     }
     if (over_quota > 0) {
       // Over the tenant's quota: evict the tenant's own least recently used objects (never
@@ -331,7 +368,10 @@ bool MasterCore::TryPlace(ObjectTable::Shard& shard, const rpc::PutItem& item,
   obj->stamp_ns = ctx.now_ns;
   obj->set_last_access_ns(ctx.now_ns);
   obj->flags = ctx.flags;
-  shard.Insert(std::move(obj));
+  Object* placed_obj = shard.Insert(std::move(obj));
+  if ((ctx.flags & kSoftPin) != 0 && ctx.soft_pin_ttl_ns > 0) {
+    shard.SetSoftPinExpiry(placed_obj, ctx.now_ns + ctx.soft_pin_ttl_ns);
+  }
   for (Placement& p : placed) {
     rpc::Replica* r = out->add_replicas();
     r->set_segment_name(std::move(p.segment_name));
@@ -426,6 +466,7 @@ rpc::GetReplicaListReply MasterCore::GetReplicaList(const rpc::KeysRequest& req,
   reply.set_lease_ttl_ms(static_cast<uint64_t>(options_.default_kv_lease_ttl.count()));
   reply.mutable_objects()->Reserve(req.keys_size());
   Lease lease;
+  std::vector<std::string_view> grouped;  // leased objects with group peers to hold too
   if (!req.no_lease()) {
     lease.client = req.client_id().empty() ? 0 : clients_.Touch(req.client_id(), now, false).handle;
     lease.expiry_ns = now_ns + lease_ns_;
@@ -470,6 +511,7 @@ rpc::GetReplicaListReply MasterCore::GetReplicaList(const rpc::KeysRequest& req,
     loc->set_size(obj->size);
     loc->set_checksum(obj->checksum);
     if (!req.no_lease()) {
+      if ((obj->flags & kGrouped) != 0) grouped.push_back(key);
       lease.holds.push_back(ShardHold{static_cast<uint32_t>(ObjectTable::ShardOfHash(hashed.hash)),
                                       shard->Hold(obj, lease.expiry_ns)});
       lease.bytes += obj->size;
@@ -477,6 +519,7 @@ rpc::GetReplicaListReply MasterCore::GetReplicaList(const rpc::KeysRequest& req,
       obj->flags |= kAsked;
     }
   }
+  if (!grouped.empty()) HoldGroupPeers(grouped, req, &lease);
   if (!lease.holds.empty()) reply.set_lease_id(leases_.Add(std::move(lease)));
   return reply;
 }

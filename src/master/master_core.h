@@ -88,6 +88,7 @@ struct HousekeepingReport {
   EvictionResult evicted;             // watermark eviction
   size_t leases_expired = 0;          // read leases whose TTL ran out before their release
   size_t leases_of_dead_clients = 0;  // read leases ended because their client was dead
+  size_t soft_pins_expired = 0;       // soft pins past their soft_pin_ttl_ms
 };
 
 class MasterCore {
@@ -131,11 +132,15 @@ class MasterCore {
   //   INVALID_KEY; INVALID_PARAMS (size 0).
   //   With upsert: OBJECT_HAS_LEASE (complete and leased), REPLICA_IS_NOT_READY (pending).
   //   NO_AVAILABLE_HANDLE: no segment mounted; larger than every segment (nothing is evicted
-  //     for it); or no room even after one eviction round.
+  //     for it); or no room because every complete object is leased or hard-pinned (the rest
+  //     pending): the message says which, and refused() counts it.
+  //   With config.group_ids (one per item): the item's object joins that group (unless it is in
+  //   one); with with_soft_pin and soft_pin_ttl_ms, its soft pin lapses that long after put start.
   //   TENANT_QUOTA_EXCEEDED: the key's tenant has a quota (options.tenant_quotas) that its
   //     size x replica_num would pass even after evicting the tenant's own least recently used
   //     unleased objects (never another tenant's), or that it exceeds on its own.
-  // Request errors: INVALID_PARAMS (empty client_id, replica_num above kMaxReplicas).
+  // Request errors: INVALID_PARAMS (empty client_id, replica_num above kMaxReplicas,
+  // group_ids neither empty nor one non-empty id per item: nothing is reserved).
   Result<rpc::PutStartReply> PutStart(const rpc::PutStart& req, TimePoint now);
   // Codes for commit_keys, then for revoke_keys, in order. A commit records the object's
   // checksum (commit_checksums[i], 0 when absent), which GetReplicaList returns. Commit: OK (also
@@ -246,7 +251,19 @@ class MasterCore {
   // TENANT_QUOTA_EXCEEDED for `item`: above the `whole` quota, or nothing left to evict.
   void SetQuotaExceeded(const rpc::PutItem& item, std::string_view tenant, uint64_t quota,
                         bool whole, rpc::PutStartResult* out) const;
-  rpc::PutStartResult PutOne(const rpc::PutItem& item, const PutContext& ctx, bool* may_evict);
+  rpc::PutStartResult PutOne(const rpc::PutItem& item, const PutContext& ctx, bool* may_evict,
+                             std::string_view group_id);
+  // INVALID_PARAMS unless config.group_ids is empty or one non-empty id (<= 4 KiB) per item.
+  static Status ValidateGroupIds(const rpc::PutStart& req);
+  // Under the key's shard lock: the object of `key` joins group `group_id` of its tenant
+  // (unless it is in a group already).
+  void JoinGroup(ObjectTable::Shard& shard, std::string_view key, std::string_view group_id);
+  // Longest soft pin TTL honoured (a day); longer ones are cut to it.
+  static constexpr uint64_t kMaxSoftPinTtlMs = 86'400'000;
+  // GetReplicaList: holds the group peers of the batch's grouped objects under `lease` too, so a
+  // lease on one member protects its whole group (master_leases.cc).
+  void HoldGroupPeers(const std::vector<std::string_view>& grouped, const rpc::KeysRequest& req,
+                      Lease* lease);
   // Under the key's shard lock: true when `out` is already the answer for this put; false when
   // the key is (now) free to be put.
   bool ResolveExisting(ObjectTable::Shard& shard, Object* obj, const PutContext& ctx,

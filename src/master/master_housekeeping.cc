@@ -26,6 +26,9 @@ HousekeepingReport MasterCore::Housekeeping(TimePoint now) {
   HousekeepingReport report;
   report.dead_clients = ExpireClients(now, &report);
   report.leases_expired = EndLeases(leases_.TakeExpired(now_ns));
+  for (size_t i = 0; i < ObjectTable::kShards; ++i) {
+    report.soft_pins_expired += table_.LockIndex(i)->ExpireSoftPins(now_ns);
+  }
   report.reservations_reclaimed = ReclaimStaleReservations(now_ns);
   report.deferred_frees = registry_.ReleaseDue(now_ns);
   report.evicted = WatermarkEviction(now_ns);

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "master/master_core.h"
 
@@ -22,6 +23,23 @@ size_t MasterCore::EndLeases(std::vector<Lease> ended) {
     for (; i < holds.size() && holds[i].shard == index; ++i) shard->Unhold(holds[i].token);
   }
   return ended.size();
+}
+
+void MasterCore::HoldGroupPeers(const std::vector<std::string_view>& grouped,
+                                const rpc::KeysRequest& req, Lease* lease) {
+  std::unordered_set<std::string> done(req.keys().begin(), req.keys().end());
+  for (std::string_view key : grouped) {
+    for (std::string& peer : table_.groups().PeersOf(key)) {
+      if (!done.insert(peer).second) continue;
+      const HashedKey hashed(peer);
+      auto shard = table_.Lock(hashed);
+      Object* obj = shard->Find(hashed);
+      if (obj == nullptr || obj->pending()) continue;
+      lease->holds.push_back(ShardHold{static_cast<uint32_t>(ObjectTable::ShardOfHash(hashed.hash)),
+                                       shard->Hold(obj, lease->expiry_ns)});
+      lease->bytes += obj->size;
+    }
+  }
 }
 
 size_t MasterCore::ReleaseLeases(std::string_view client_id, std::span<const uint64_t> ids,

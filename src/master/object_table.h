@@ -26,6 +26,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "master/object_groups.h"
 #include "master/object_index.h"
 #include "master/tenant_ledger.h"
 
@@ -48,6 +49,10 @@ inline constexpr uint8_t kHardPin = 2;
 // A reader asked for it (exists or get) since it was written: eviction takes objects nobody
 // asked for first. Not a pin: never journaled.
 inline constexpr uint8_t kAsked = 4;
+// A member of an object group (ObjectTable::groups()).
+inline constexpr uint8_t kGrouped = 8;
+// Its soft pin lapses (Shard::SetSoftPinExpiry).
+inline constexpr uint8_t kSoftPinExpires = 16;
 // Most replicas one object may have (ReplicateConfig.replica_num above this is refused).
 inline constexpr uint32_t kMaxReplicas = 16;
 
@@ -171,6 +176,10 @@ class ObjectTable {
     bool Unhold(const HoldToken& token);
     // Objects held by at least one lease.
     size_t held_count() const { return holds_.size(); }
+    // The soft pin of `obj` lapses at `until_ns` (ExpireSoftPins clears it then).
+    void SetSoftPinExpiry(Object* obj, int64_t until_ns);
+    // Clears the soft pins that lapsed by `now_ns`; returns how many.
+    size_t ExpireSoftPins(int64_t now_ns);
     // The pending objects (a small side index, so reclaiming stale puts does not scan all).
     const std::unordered_set<Object*>& pending() const { return pending_; }
     size_t size() const { return objects_.size(); }
@@ -187,6 +196,10 @@ class ObjectTable {
     // lease state beyond its header. Entries are dropped when their object is erased.
     std::unordered_map<const Object*, HoldEntry> holds_;
     uint64_t next_generation_ = 1;
+    std::unordered_map<const Object*, int64_t> soft_pin_until_;  // kSoftPinExpires objects
+    ObjectGroups* groups_ = nullptr;                             // the table's groups
+    // What erasing `o` undoes beside the index (holds, soft pin expiry, group membership).
+    void Forget(const Object& o);
     std::atomic<size_t>* total_ = nullptr;  // the table's object count
     TenantLedger* ledger_ = nullptr;        // the table's per-tenant totals
   };
@@ -217,6 +230,8 @@ class ObjectTable {
   size_t size() const { return total_.load(std::memory_order_relaxed); }
   // Replica bytes and objects per tenant (thread-safe).
   const TenantLedger& tenants() const { return ledger_; }
+  // Object groups (group ids, members); see object_groups.h for the lock order.
+  ObjectGroups& groups() { return groups_; }
   // What `o` counts for its tenant: its size times its replicas.
   static uint64_t TenantBytes(const Object& o) { return o.size * o.replicas().size(); }
 
@@ -227,6 +242,7 @@ class ObjectTable {
   };
   std::atomic<size_t> total_{0};
   TenantLedger ledger_;
+  ObjectGroups groups_;
   std::unique_ptr<Slot[]> shards_;
 };
 

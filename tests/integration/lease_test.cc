@@ -250,5 +250,53 @@ TEST(LeaseTest, UpsertUnderAReaderNeverShowsAMix) {
   EXPECT_GT(upserts, kKeys * 2) << "upserts=" << upserts;
 }
 
+// A write-then-read engine on a full pool (issue 11's target, shortened to 4 s): fresh 256 KiB
+// pages into a 256 MB node, each followed by a read of the last 64. Reads hold their pages only
+// while they move, so puts keep succeeding by evicting the oldest pages.
+TEST(LeaseTest, AFullPoolKeepsTakingWritesWhileServingRecentReads) {
+  Pool pool;  // default master flags
+  pool.AddNode("256MB");
+  auto r = RunCommand(
+      kReader, {"recent", pool.master_address(), std::to_string(256 << 10), "64", "1024", "4"},
+      std::chrono::seconds(60));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      r.output, m,
+      std::regex(R"(pages=(\d+) refused=(\d+) puts_after_fill=(\d+) refused_after_fill=(\d+) )"
+                 R"(other_put_errors=(\d+) reads=(\d+) exact=(\d+) missing=(\d+) wrong=(\d+))")))
+      << r.output;
+  const double after_fill = std::stod(m[3]), refused = std::stod(m[4]);
+  const double reads = std::stod(m[6]), exact = std::stod(m[7]);
+  EXPECT_EQ(m[9], "0") << r.output;
+  EXPECT_EQ(m[5], "0") << r.output;
+  if (after_fill > 0) EXPECT_LE(refused / after_fill, 0.01) << r.output;
+  EXPECT_GE(exact / reads, 0.99) << r.output;
+}
+
+// group_ids of the wrong length or with an empty id: INVALID_PARAMS, nothing written.
+TEST(LeaseTest, BadGroupIdsWriteNothing) {
+  Pool pool;
+  pool.AddNode("16MB");
+  auto c = pool.NewClient();
+  ASSERT_NE(c, nullptr);
+  std::vector<uint8_t> buf(2000, 7);
+  ASSERT_TRUE(c->RegisterBuffer(buf.data(), buf.size()).ok());
+  ReplicateConfig wrong_length;
+  wrong_length.group_ids = {"page1"};
+  ReplicateConfig empty_id;
+  empty_id.group_ids = {"page1", ""};
+  for (const ReplicateConfig& cfg : {wrong_length, empty_id}) {
+    auto st = c->BatchPutFrom({"a", "b"}, {buf.data(), buf.data() + 1000}, {1000, 1000}, cfg);
+    for (const Status& s : st) EXPECT_EQ(s.code(), ErrorCode::INVALID_PARAMS) << s.ToString();
+    EXPECT_FALSE(*c->IsExist("a"));
+    EXPECT_FALSE(*c->IsExist("b"));
+  }
+  ReplicateConfig good;
+  good.group_ids = {"page1", "page1"};
+  auto st = c->BatchPutFrom({"a", "b"}, {buf.data(), buf.data() + 1000}, {1000, 1000}, good);
+  EXPECT_TRUE(st[0].ok() && st[1].ok());
+}
+
 }  // namespace
 }  // namespace kvpool::testing
