@@ -4,9 +4,9 @@
 //       SECONDS, checking every byte; prints "ROUND n" after each batch and at the end
 //       "RESULT ok=.. expired=.. failed=.. wrong=..". Exit 0 unless a get returned wrong bytes.
 //   lease_reader recent MASTER SIZE WINDOW FILL SECONDS
-//       writes fresh pages of SIZE bytes and after each reads back the last WINDOW in one batch,
-//       for SECONDS; prints "RESULT ..." with the puts refused after the first FILL pages (the
-//       pool has filled) and how many reads came back exact, missing or wrong.
+//       writes FILL fresh pages of SIZE bytes (filling the pool), then for SECONDS one more
+//       fresh page followed by a read of the last WINDOW in one batch; prints "RESULT ..." with
+//       the puts refused after the fill and how many reads came back exact, missing or wrong.
 //   lease_reader hold MASTER PREFIX COUNT
 //       takes a read lease on the keys straight from the master (as a reader mid-transfer
 //       would hold it), prints "HELD id", then keeps pinging until killed.
@@ -90,8 +90,16 @@ int Recent(const std::string& master, size_t size, int window, int fill, int sec
   std::vector<bool> stored;  // per page: its put succeeded
   long refused = 0, refused_after_fill = 0, puts_after_fill = 0, other_put_errors = 0;
   long reads = 0, exact = 0, missing = 0, wrong = 0;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
   long n = 0;
+  // First fill the pool (`fill` pages, no reads), then the measured loop.
+  for (; n < fill; ++n) {
+    const std::string key = key_of(n);
+    kvpool::testing::FillObject(key, 0, page.data(), size);
+    kvpool::Status st = (*client)->PutFrom(key, page.data(), size);
+    stored.push_back(st.ok());
+    if (!st.ok()) ++refused;
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
   for (; std::chrono::steady_clock::now() < until; ++n) {
     const std::string key = key_of(n);
     kvpool::testing::FillObject(key, 0, page.data(), size);
