@@ -139,6 +139,11 @@ struct ReplicateConfig {
   bool with_hard_pin = false;  // never evicted
   std::vector<std::string> preferred_segments;  // segment names ("host:port") tried first
   bool prefer_alloc_in_same_node = false;
+  // One per key of the batch, or empty: objects sharing a group id are evicted together and a
+  // read lease on one holds them all (a hybrid model's page: its KV and state objects). Wrong
+  // length or an empty id: INVALID_PARAMS for the whole batch, nothing written.
+  std::vector<std::string> group_ids;
+  uint64_t soft_pin_ttl_ms = 0;  // with_soft_pin: the pin lapses this long after the put (0: never)
 };
 
 // Totals of the pool as the master sees them.
@@ -156,6 +161,15 @@ struct PoolStat {
   uint64_t object_count = 0;
   uint64_t client_count = 0;
   uint64_t evicted_total = 0;
+  // Read leases held now (transfers in flight) and the bytes of the objects they hold.
+  uint64_t leases_held = 0;
+  uint64_t bytes_leased = 0;
+  // Put items refused for lack of room since the master started, by reason: the pool was full
+  // with everything evictable leased, hard-pinned or being written; a tenant quota; no segment
+  // (none mounted or accepting, or the object is larger than every segment).
+  uint64_t refused_leased_or_pinned = 0;
+  uint64_t refused_tenant_quota = 0;
+  uint64_t refused_no_segment = 0;
 };
 
 class Client {

@@ -304,9 +304,10 @@ def test_upsert_from_replaces(store, uid):
     assert store.upsert_from(key, base, 6) == OK
     assert store.get_size(key) == 6
     assert store.batch_upsert_from([key, f"{uid}-up2"], [base, base], [6, 2]) == [OK, OK]
-    # A reader's lease blocks the upsert (Mooncake semantics) ...
+    # A read's lease ends with the read (unlike Mooncake's fixed 10 s): the upsert goes through.
     assert store.get(key) == b"newer!"
-    assert store.upsert_from(key, base, 3) == ErrorCode.OBJECT_HAS_LEASE
+    assert store.upsert_from(key, base, 3) == OK
+    assert store.get_size(key) == 3
 
 
 # ---- copying calls --------------------------------------------------------------------------
@@ -389,9 +390,8 @@ def test_remove_family(store, uid):
     assert store.put_batch(keys, [b"1", b"2", b"3"]) == OK
     assert store.remove(keys[0]) == OK
     assert store.remove(keys[0]) == ErrorCode.OBJECT_NOT_FOUND
-    assert store.get(keys[1]) == b"2"  # takes a read lease
-    assert store.remove(keys[1]) == ErrorCode.OBJECT_HAS_LEASE
-    assert store.remove(keys[1], force=True) == OK
+    assert store.get(keys[1]) == b"2"  # its read lease ends with the read
+    assert store.remove(keys[1]) == OK
     assert store.batch_remove([keys[2], f"{uid}-none"]) == [OK, ErrorCode.OBJECT_NOT_FOUND]
     assert store.remove_by_regex("[unclosed") == ErrorCode.INVALID_PARAMS
     assert store.remove_by_regex(f"^{uid}-.*") == ErrorCode.NOT_SUPPORTED
@@ -403,9 +403,9 @@ def test_remove_all_counts(fresh_pool):
     assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 0, "tcp", "", fresh_pool.master_address) == 0
     try:
         assert s.put_batch([f"k{i}" for i in range(5)], [b"v"] * 5) == OK
-        assert s.get("k0") == b"v"  # leased: kept without force
-        assert s.remove_all() == 4
-        assert s.remove_all(force=True) == 1
+        assert s.get("k0") == b"v"  # its read lease ends with the read
+        assert s.remove_all() == 5
+        assert s.remove_all(force=True) == 0
         assert s.remove_all() == 0
     finally:
         s.close()

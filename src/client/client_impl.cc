@@ -131,6 +131,8 @@ Status ClientImpl::Init() {
       master_.get(), options_.heartbeat_interval, options_.rpc_timeout,
       [this] { MountOwnSegment(); }, host_.get());
   heartbeat_->Start();
+  lease_flusher_ =
+      std::make_unique<LeaseFlusher>(master_.get(), kLeaseFlushDelay, options_.rpc_timeout);
   return Status::Ok();
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "client/buffer_registry.h"
+#include "client/lease_flusher.h"
 #include "common/task_pool.h"
 #include "kvpool/client.h"
 #include "master/master_client.h"
@@ -140,6 +141,10 @@ class ClientImpl : public Client {
                                          const std::vector<Status>& pre, const DestFor& dest_for,
                                          Deadline limit, bool verify = false);
 
+  // Why the read lease of `located` (asked for at `asked`) cannot vouch for a transfer that
+  // ends now: outlived its TTL, or this client was declared dead meanwhile; empty when it holds.
+  std::string LeaseLost(const rpc::GetReplicaListReply& located, Clock::time_point asked,
+                        Deadline limit);
   // The transport that reaches `segment_name`: memcpy for our own segment, TCP otherwise.
   transfer::Transport& TransportFor(const std::string& segment_name);
   // UNAVAILABLE_IN_CURRENT_STATUS after Close().
@@ -153,6 +158,9 @@ class ClientImpl : public Client {
   }
   void MountOwnSegment();
 
+  // How long a finished read lease waits for a request to carry it before the flusher sends it.
+  static constexpr Clock::duration kLeaseFlushDelay = std::chrono::milliseconds(2);
+
   const ClientOptions options_;
   const HostingOptions hosting_;
   const std::string client_id_;
@@ -163,6 +171,7 @@ class ClientImpl : public Client {
   std::unique_ptr<node::SegmentHost> host_;  // embedded mode only
   std::unique_ptr<transfer::LocalTransport> local_;
   std::unique_ptr<node::Heartbeat> heartbeat_;
+  std::unique_ptr<LeaseFlusher> lease_flusher_;  // sends finished leases no request carried
   BufferRegistry buffers_;
   std::atomic<bool> closed_{false};
 };

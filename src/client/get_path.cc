@@ -1,6 +1,7 @@
 // Batch get: one GET_REPLICA_LIST for the batch (it grants a read lease), one READ per segment,
 // a checksum check when asked, a retry of each failed key from its next replica, then a check
-// that the transfer finished inside the lease.
+// that the transfer finished inside the lease's bound, and the lease's release (queued: it
+// travels with a later request, docs/architecture.md "Read leases").
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -78,6 +79,28 @@ void ReadWithFallback(const std::vector<std::string>& keys, std::vector<KeyRead>
 
 }  // namespace
 
+std::string ClientImpl::LeaseLost(const rpc::GetReplicaListReply& located, Clock::time_point asked,
+                                  Deadline limit) {
+  const Clock::duration took = Clock::now() - asked;
+  if (took > Millis(located.lease_ttl_ms())) {
+    return fmt::format("transfer outlived the {} ms read lease", located.lease_ttl_ms());
+  }
+  if (located.lease_id() == 0 || located.client_ttl_ms() == 0 ||
+      took < Millis(located.client_ttl_ms())) {
+    return {};  // the master heard from us at the grant: it cannot have declared us dead yet
+  }
+  // Long enough for the master to have declared this client dead (ending its leases) had it
+  // stalled: one ping tells, as our registration's handle changes only then. Only transfers
+  // longer than --client_ttl pay this round trip.
+  auto ping = master_->Ping(RpcDeadline(limit));
+  if (ping.ok() && ping->client_handle() == located.client_handle()) return {};
+  return ping.ok() ? "the master declared this client dead during the transfer (silent for "
+                     "--client_ttl), which ended its read lease"
+                   : "transfer outlived --client_ttl and the master could not confirm the read "
+                     "lease: " +
+                         ping.status().ToString();
+}
+
 std::vector<Result<uint64_t>> ClientImpl::GetBatch(const std::vector<std::string>& keys,
                                                    const std::vector<Status>& pre,
                                                    const DestFor& dest_for, Deadline limit,
@@ -142,13 +165,13 @@ std::vector<Result<uint64_t>> ClientImpl::GetBatch(const std::vector<std::string
       keys, reads, TransferDeadline(limit), &transfer_workers_,
       [this](const std::string& s) -> transfer::Transport& { return TransportFor(s); }, status);
 
-  const bool lease_expired =
-      !sent.empty() && Clock::now() > asked + Millis(located->lease_ttl_ms());
+  const std::string lease_lost = sent.empty() ? std::string() : LeaseLost(*located, asked, limit);
+  // The transfer is over (every attempt returned): the lease may end. Queued, not sent: the
+  // next request carries it, or the lease flusher sends it (no round trip here).
+  if (!sent.empty()) master_->ReleaseLease(located->lease_id());
   for (size_t i = 0; i < keys.size(); ++i) {
-    if (status[i].ok() && lease_expired) {
-      status[i] = Status(ErrorCode::LEASE_EXPIRED,
-                         fmt::format("key={}: transfer outlived the {} ms read lease", keys[i],
-                                     located->lease_ttl_ms()));
+    if (status[i].ok() && !lease_lost.empty()) {
+      status[i] = Status(ErrorCode::LEASE_EXPIRED, fmt::format("key={}: {}", keys[i], lease_lost));
     }
     results[i] = status[i].ok() ? Result<uint64_t>(sizes[i]) : Result<uint64_t>(status[i]);
   }

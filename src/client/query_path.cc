@@ -120,6 +120,11 @@ Result<PoolStat> ClientImpl::Stat() {
   s.object_count = r->object_count();
   s.client_count = r->client_count();
   s.evicted_total = r->evicted_total();
+  s.leases_held = r->leases_held();
+  s.bytes_leased = r->bytes_leased();
+  s.refused_leased_or_pinned = r->refused_leased_or_pinned();
+  s.refused_tenant_quota = r->refused_tenant_quota();
+  s.refused_no_segment = r->refused_no_segment();
   for (const auto& seg : r->segments()) {
     s.segments.push_back(
         {seg.segment_name(), seg.endpoint(), seg.size(), seg.used(), seg.object_count()});
@@ -134,6 +139,17 @@ int ClientImpl::HealthCheck() {
 
 Status ClientImpl::Close() {
   if (closed_.exchange(true)) return Status::Ok();
+  if (lease_flusher_ != nullptr) {
+    // A reader that closes leaves no lease behind: what is still queued goes now.
+    lease_flusher_->Stop();
+    Status st = master_->FlushLeaseReleases(RpcDeadline());
+    if (!st.ok()) {
+      spdlog::warn(
+          "read leases not released at close: error={} (the master ends them at their "
+          "TTL or when this client's liveness expires)",
+          st.ToString());
+    }
+  }
   if (heartbeat_ != nullptr) heartbeat_->Stop();
   if (host_ != nullptr) {
     Status st = host_->Unmount(*master_, RpcDeadline());

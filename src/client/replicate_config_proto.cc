@@ -14,6 +14,8 @@ rpc::ReplicateConfig ToProto(const ReplicateConfig& c) {
   p.set_with_hard_pin(c.with_hard_pin);
   for (const auto& s : c.preferred_segments) p.add_preferred_segments(s);
   p.set_prefer_alloc_in_same_node(c.prefer_alloc_in_same_node);
+  for (const auto& g : c.group_ids) p.add_group_ids(g);
+  p.set_soft_pin_ttl_ms(c.soft_pin_ttl_ms);
   return p;
 }
 
@@ -24,6 +26,8 @@ ReplicateConfig FromProto(const rpc::ReplicateConfig& p) {
   c.with_hard_pin = p.with_hard_pin();
   c.preferred_segments.assign(p.preferred_segments().begin(), p.preferred_segments().end());
   c.prefer_alloc_in_same_node = p.prefer_alloc_in_same_node();
+  c.group_ids.assign(p.group_ids().begin(), p.group_ids().end());
+  c.soft_pin_ttl_ms = p.soft_pin_ttl_ms();
   return c;
 }
 

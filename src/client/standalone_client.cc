@@ -315,6 +315,11 @@ Result<PoolStat> StandaloneClient::Stat() {
   s.object_count = r.object_count();
   s.client_count = r.client_count();
   s.evicted_total = r.evicted_total();
+  s.leases_held = r.leases_held();
+  s.bytes_leased = r.bytes_leased();
+  s.refused_leased_or_pinned = r.refused_leased_or_pinned();
+  s.refused_tenant_quota = r.refused_tenant_quota();
+  s.refused_no_segment = r.refused_no_segment();
   for (const auto& seg : r.segments()) {
     s.segments.push_back(
         {seg.segment_name(), seg.endpoint(), seg.size(), seg.used(), seg.object_count()});

@@ -33,6 +33,8 @@ uint64_t Evictor::CountedBytes(const Object& o, const Pass& pass) const {
 bool Evictor::IsCandidate(const Object& o, const Pass& pass) const {
   if (o.pending() || o.hard_pinned() || o.leased(pass.now_ns)) return false;
   if (o.soft_pinned() != pass.soft_pinned) return false;
+  if (pass.asked && o.asked() != *pass.asked) return false;
+  if (o.last_access_ns() > pass.idle_at_most_ns) return false;
   if (pass.tenant && TenantOf(o.key()) != *pass.tenant) return false;
   return !pass.segment || HasReplicaOn(o, *pass.segment);
 }
@@ -82,7 +84,7 @@ int64_t Evictor::EstimateCutoff(const Pass& pass, uint64_t target) {
 }
 
 EvictionResult Evictor::EvictFromShard(ObjectTable::Shard& shard, uint64_t quota, int64_t cutoff,
-                                       const Pass& pass) {
+                                       const Pass& pass, std::vector<std::string>* groups) {
   using Candidate = std::pair<int64_t, Object*>;  // (last_access, object)
   std::vector<Candidate> heap;
   shard.ForEach([&](Object& o) {
@@ -100,45 +102,96 @@ EvictionResult Evictor::EvictFromShard(ObjectTable::Shard& shard, uint64_t quota
     r.bytes += CountedBytes(*o, pass);
     for (const ReplicaRef& rep : o->replicas()) registry_->Free(rep, o->size);
     SPDLOG_DEBUG("evicted key={} size={}", o->key(), o->size);
+    if ((o->flags & kGrouped) != 0) groups->push_back(table_->groups().GroupOf(o->key()));
     shard.Erase(o);
     ++r.objects;
   }
   return r;
 }
 
-EvictionResult Evictor::EvictRound(const Pass& pass, uint64_t target, int64_t cutoff, bool share) {
+EvictionResult Evictor::EvictGroups(std::vector<std::string>* groups, const Pass& pass) {
+  EvictionResult r;
+  std::sort(groups->begin(), groups->end());
+  groups->erase(std::unique(groups->begin(), groups->end()), groups->end());
+  for (const std::string& g : *groups) {
+    if (g.empty()) continue;
+    for (const std::string& key : table_->groups().Take(g)) {
+      auto shard = table_->Lock(key);
+      Object* o = shard->Find(key);
+      if (o == nullptr) continue;
+      o->flags &= static_cast<uint8_t>(~kGrouped);  // Take dissolved the group
+      // A member a reader holds right now (its lease was taken before the group's peers were
+      // held) stays until its lease ends, as any leased object.
+      if (o->pending() || o->hard_pinned() || o->leased(pass.now_ns)) continue;
+      r.bytes += CountedBytes(*o, pass);
+      for (const ReplicaRef& rep : o->replicas()) registry_->Free(rep, o->size);
+      SPDLOG_DEBUG("evicted key={} size={} (its group)", o->key(), o->size);
+      shard->Erase(o);
+      ++r.objects;
+    }
+  }
+  groups->clear();
+  return r;
+}
+
+EvictionResult Evictor::EvictRound(const Pass& pass, uint64_t target, int64_t cutoff, bool share,
+                                   std::vector<std::string>* groups) {
   EvictionResult round;
   for (size_t i = 0; i < ObjectTable::kShards && round.bytes < target; ++i) {
     uint64_t remaining = target - round.bytes;
     size_t shards_left = ObjectTable::kShards - i;
     uint64_t quota = share ? remaining / shards_left + (remaining % shards_left != 0) : remaining;
     auto shard = table_->LockIndex(i);
-    EvictionResult r = EvictFromShard(*shard, quota, cutoff, pass);
+    EvictionResult r = EvictFromShard(*shard, quota, cutoff, pass, groups);
     round.objects += r.objects;
     round.bytes += r.bytes;
   }
   return round;
 }
 
-EvictionResult Evictor::Evict(uint64_t target_bytes, std::optional<uint64_t> segment,
-                              int64_t now_ns, std::optional<std::string_view> tenant) {
-  std::lock_guard serial(mu_);
+EvictionResult Evictor::EvictClass(const Pass& pass, uint64_t target) {
   EvictionResult total;
   auto add = [&total](const EvictionResult& r) {
     total.objects += r.objects;
     total.bytes += r.bytes;
     return r.objects;
   };
+  std::vector<std::string> groups;
+  int64_t cutoff = EstimateCutoff(pass, target);
+  add(EvictRound(pass, target, cutoff, /*share=*/false, &groups));
+  add(EvictGroups(&groups, pass));
+  // Sampling fell short: shared rounds while they make progress.
+  while (total.bytes < target) {
+    uint64_t n = add(EvictRound(pass, target - total.bytes, std::numeric_limits<int64_t>::max(),
+                                /*share=*/true, &groups));
+    n += add(EvictGroups(&groups, pass));
+    if (n == 0) break;
+  }
+  return total;
+}
+
+EvictionResult Evictor::Evict(uint64_t target_bytes, std::optional<uint64_t> segment,
+                              int64_t now_ns, std::optional<std::string_view> tenant,
+                              int64_t min_idle_ns, bool young_too) {
+  std::lock_guard serial(mu_);
+  EvictionResult total;
+  const int64_t idle_cutoff =
+      min_idle_ns > 0 ? now_ns - min_idle_ns : std::numeric_limits<int64_t>::max();
+  struct Class {
+    std::optional<bool> asked;
+    int64_t idle_at_most_ns;
+  };
+  std::vector<Class> classes = {{false, idle_cutoff}, {true, idle_cutoff}};
+  if (min_idle_ns > 0 && young_too) {
+    classes.push_back({std::nullopt, std::numeric_limits<int64_t>::max()});
+  }
   for (bool soft : {false, true}) {
-    if (total.bytes >= target_bytes) break;
-    Pass pass{soft, segment, now_ns, tenant};
-    int64_t cutoff = EstimateCutoff(pass, target_bytes - total.bytes);
-    add(EvictRound(pass, target_bytes - total.bytes, cutoff, /*share=*/false));
-    // Sampling fell short: shared rounds while they make progress.
-    while (total.bytes < target_bytes) {
-      uint64_t n = add(EvictRound(pass, target_bytes - total.bytes,
-                                  std::numeric_limits<int64_t>::max(), /*share=*/true));
-      if (n == 0) break;
+    for (const Class& c : classes) {
+      if (total.bytes >= target_bytes) break;
+      Pass pass{soft, segment, now_ns, tenant, c.asked, c.idle_at_most_ns};
+      EvictionResult r = EvictClass(pass, target_bytes - total.bytes);
+      total.objects += r.objects;
+      total.bytes += r.bytes;
     }
   }
   evicted_total_.fetch_add(total.objects, std::memory_order_relaxed);

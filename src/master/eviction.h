@@ -1,13 +1,18 @@
 // Eviction: removes objects to make room, approximately least-recently-used.
 //
 // Candidates are complete objects that are neither leased nor hard-pinned; pending objects are
-// never touched. Soft-pinned objects go only after every other candidate. Within each class:
+// never touched. Soft-pinned objects go only after every other candidate. Among each of those,
+// candidates go in classes: first objects idle for at least `min_idle` that nobody asked for
+// (exists or get) since they were written, then such idle objects that were asked for, and
+// last (only when the caller allows it: a put that needs room now) the younger ones. Within
+// each class:
 //   1. a sampling pass (up to kSamplesPerShard candidates per shard, exact for smaller shards)
 //      estimates the last_access cutoff below which the candidates hold the target bytes;
 //   2. an eviction pass removes candidates at or below the cutoff, oldest first per shard;
 //   3. should sampling have underestimated, rounds in which every shard frees its share of
 //      what is left (oldest first) make up the rest.
-// This approximates a global LRU without sorting or copying the whole table.
+// This approximates a global LRU without sorting or copying the whole table. An evicted member of
+// an object group takes the rest of its group with it (object_groups.h).
 //
 // Threading: thread-safe; one eviction runs at a time (a second caller waits for the first).
 // Takes shard locks one at a time: REQUIRES that the caller holds no shard lock.
@@ -17,7 +22,9 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "master/object_table.h"
 #include "master/segment_registry.h"
@@ -39,8 +46,11 @@ class Evictor {
   // object loses all its replicas. `now_ns` decides which leases still hold.
   // With `tenant` (normalized, "" the default tenant), only that tenant's objects are
   // candidates and bytes count as the tenant ledger counts them (size x replicas: quotas).
+  // `min_idle_ns`: objects touched (put, exists, get) more recently are spared, unless
+  // `young_too`, in which case they go last (least recently used first).
   EvictionResult Evict(uint64_t target_bytes, std::optional<uint64_t> segment, int64_t now_ns,
-                       std::optional<std::string_view> tenant = std::nullopt);
+                       std::optional<std::string_view> tenant = std::nullopt,
+                       int64_t min_idle_ns = 0, bool young_too = true);
 
   // Objects evicted since construction.
   uint64_t evicted_total() const { return evicted_total_.load(std::memory_order_relaxed); }
@@ -57,17 +67,26 @@ class Evictor {
     std::optional<uint64_t> segment;
     int64_t now_ns;
     std::optional<std::string_view> tenant;
+    std::optional<bool> asked;  // only objects asked for (or not) since written; any: nullopt
+    int64_t idle_at_most_ns;    // only objects whose last access is at or before this
   };
   bool IsCandidate(const Object& o, const Pass& pass) const;
   // Step 1: the last_access at or below which candidates hold about `target` bytes.
   int64_t EstimateCutoff(const Pass& pass, uint64_t target);
   // Evicts candidates with last_access <= cutoff from one shard, oldest first, until `quota`
   // bytes are freed.
+  // The groups of grouped objects it evicted are added to `groups`.
   EvictionResult EvictFromShard(ObjectTable::Shard& shard, uint64_t quota, int64_t cutoff,
-                                const Pass& pass);
+                                const Pass& pass, std::vector<std::string>* groups);
   // One round over every shard, each freeing an equal share of what is left of `target`
   // (`share`), or everything up to the target (!share).
-  EvictionResult EvictRound(const Pass& pass, uint64_t target, int64_t cutoff, bool share);
+  EvictionResult EvictRound(const Pass& pass, uint64_t target, int64_t cutoff, bool share,
+                            std::vector<std::string>* groups);
+  // Evicts what is left of `groups` (an evicted member's group goes with it: all members, on
+  // whichever segment; one a reader holds stays, ungrouped) and clears the list.
+  EvictionResult EvictGroups(std::vector<std::string>* groups, const Pass& pass);
+  // Evicts up to `target` bytes of one class of candidates.
+  EvictionResult EvictClass(const Pass& pass, uint64_t target);
   // Bytes evicting `o` frees that count toward the target.
   uint64_t CountedBytes(const Object& o, const Pass& pass) const;
 

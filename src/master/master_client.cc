@@ -54,6 +54,103 @@ Result<Reply> MasterClient::CallFor(rpc::Method method,
   return reply;
 }
 
+void MasterClient::ReleaseLease(uint64_t lease_id) {
+  if (lease_id == 0) return;
+  bool was_empty;
+  {
+    std::lock_guard lock(release_mu_);
+    was_empty = releases_.empty();
+    if (was_empty) oldest_release_ = Clock::now();
+    if (releases_.size() >= kMaxQueuedReleases) releases_.erase(releases_.begin());
+    releases_.push_back(lease_id);
+    // Only the first release of a batch wakes the flusher, and only when it is not polling.
+    was_empty = was_empty && !release_polling_;
+  }
+  if (was_empty) release_cv_.notify_all();
+}
+
+void MasterClient::TakeReleases(google::protobuf::RepeatedField<uint64_t>* out) {
+  std::lock_guard lock(release_mu_);
+  if (releases_.empty()) return;
+  out->Add(releases_.begin(), releases_.end());
+  releases_.clear();
+}
+
+void MasterClient::ReturnReleases(const google::protobuf::RepeatedField<uint64_t>& ids) {
+  if (ids.empty()) return;
+  bool was_empty;
+  {
+    std::lock_guard lock(release_mu_);
+    was_empty = releases_.empty();
+    if (was_empty) oldest_release_ = Clock::now();
+    releases_.insert(releases_.end(), ids.begin(), ids.end());
+    if (releases_.size() > kMaxQueuedReleases) {
+      releases_.erase(releases_.begin(), releases_.end() - kMaxQueuedReleases);
+    }
+  }
+  if (was_empty) release_cv_.notify_all();
+}
+
+size_t MasterClient::queued_releases() const {
+  std::lock_guard lock(release_mu_);
+  return releases_.size();
+}
+
+bool MasterClient::WaitForStaleReleases(Clock::duration delay, Deadline until) {
+  std::unique_lock lock(release_mu_);
+  while (!release_waits_stopped_) {
+    if (releases_.empty()) {
+      const Clock::time_point now = Clock::now();
+      if (now - oldest_release_ < kReleasePollWindow) {
+        // Releases keep coming: look again after `delay` instead of asking each one to wake us
+        // (a notify per get would cost the get path a system call).
+        release_polling_ = true;
+        release_cv_.wait_until(lock, std::min(now + delay, until));
+        if (Clock::now() >= until) return false;
+        continue;
+      }
+      release_polling_ = false;
+      if (release_cv_.wait_until(lock, until) == std::cv_status::timeout) return false;
+      continue;
+    }
+    // Something is queued: flush it unless a request takes it first (then wait again).
+    const Clock::time_point due = oldest_release_ + delay;
+    if (Clock::now() >= due) return true;
+    if (release_cv_.wait_until(lock, std::min(due, until)) == std::cv_status::timeout &&
+        Clock::now() >= until) {
+      return false;
+    }
+  }
+  return false;
+}
+
+void MasterClient::StopReleaseWaits() {
+  {
+    std::lock_guard lock(release_mu_);
+    release_waits_stopped_ = true;
+  }
+  release_cv_.notify_all();
+}
+
+Status MasterClient::FlushLeaseReleases(Deadline deadline) {
+  rpc::LeaseRelease req;
+  req.set_client_id(client_id_);
+  TakeReleases(req.mutable_lease_ids());
+  if (req.lease_ids().empty()) return Status::Ok();
+  rpc::Empty reply;
+  Status st = Call(rpc::LEASE_RELEASE, req, &reply, deadline);
+  if (!st.ok()) ReturnReleases(req.lease_ids());
+  return st;
+}
+
+template <typename Reply, typename Req>
+Result<Reply> MasterClient::CallReleasing(rpc::Method method, Req& request, Deadline deadline) {
+  TakeReleases(request.mutable_released_leases());
+  auto r = CallFor<Reply>(method, request, deadline);
+  if (!r.ok()) ReturnReleases(request.released_leases());
+  return r;
+}
+
 rpc::KeysRequest MasterClient::KeysOf(std::span<const std::string> keys) const {
   rpc::KeysRequest req;
   req.set_client_id(client_id_);
@@ -65,12 +162,14 @@ rpc::KeysRequest MasterClient::KeysOf(std::span<const std::string> keys) const {
 Result<rpc::PingReply> MasterClient::Ping(Deadline deadline) {
   rpc::Ping req;
   req.set_client_id(client_id_);
-  return CallFor<rpc::PingReply>(rpc::PING, req, deadline);
+  return CallReleasing<rpc::PingReply>(rpc::PING, req, deadline);
 }
 
 Result<rpc::PingReply> MasterClient::Ping(rpc::Ping req, Deadline deadline) {
   req.set_client_id(client_id_);
-  return CallFor<rpc::PingReply>(rpc::PING, req, deadline);
+  // A long-polling ping is answered (and its releases applied) only after its wait.
+  if (req.journal_wait_ms() > 0) return CallFor<rpc::PingReply>(rpc::PING, req, deadline);
+  return CallReleasing<rpc::PingReply>(rpc::PING, req, deadline);
 }
 
 Result<rpc::MountSegmentReply> MasterClient::MountSegment(std::string_view segment_name,
@@ -153,7 +252,7 @@ Result<rpc::PutStartReply> MasterClient::PutStartOnce(std::span<const PutItem> i
   }
   *req.mutable_config() = config;
   req.set_upsert(upsert);
-  return CallFor<rpc::PutStartReply>(rpc::PUT_START, req, deadline);
+  return CallReleasing<rpc::PutStartReply>(rpc::PUT_START, req, deadline);
 }
 
 Result<rpc::CodesReply> MasterClient::PutEnd(std::span<const std::string> commit_keys,
@@ -192,7 +291,7 @@ Result<rpc::GetReplicaListReply> MasterClient::GetReplicaList(std::span<const st
   auto once = [&](std::span<const std::string> part) {
     rpc::KeysRequest req = KeysOf(part);
     req.set_no_lease(no_lease);
-    return CallFor<rpc::GetReplicaListReply>(rpc::GET_REPLICA_LIST, req, deadline);
+    return CallReleasing<rpc::GetReplicaListReply>(rpc::GET_REPLICA_LIST, req, deadline);
   };
   auto chunks = KeyChunks(keys.size(), [&](size_t i) { return keys[i].size(); });
   if (chunks.size() == 1) return once(keys);
@@ -228,7 +327,7 @@ Result<rpc::CodesReply> MasterClient::Exists(std::span<const std::string> keys, 
     rpc::KeysRequest req;
     req.set_client_id(client_id_);
     req.set_packed_keys(PackKeys(part));
-    return CallFor<rpc::CodesReply>(rpc::EXISTS, req, deadline);
+    return CallReleasing<rpc::CodesReply>(rpc::EXISTS, req, deadline);
   };
   auto chunks = KeyChunks(keys.size(), [&](size_t i) { return keys[i].size(); });
   if (chunks.size() == 1) return once(keys);
@@ -243,8 +342,8 @@ Result<uint32_t> MasterClient::ExistsPrefix(std::span<const std::string> keys, D
   // Chunk by chunk while every key so far exists: the first chunk with a gap ends the prefix.
   uint32_t count = 0;
   for (auto [begin, end] : KeyChunks(keys.size(), [&](size_t i) { return keys[i].size(); })) {
-    auto r = CallFor<rpc::ExistsPrefixReply>(rpc::EXISTS_PREFIX,
-                                             KeysOf(keys.subspan(begin, end - begin)), deadline);
+    rpc::KeysRequest req = KeysOf(keys.subspan(begin, end - begin));
+    auto r = CallReleasing<rpc::ExistsPrefixReply>(rpc::EXISTS_PREFIX, req, deadline);
     if (!r.ok()) return r.status();
     count += r->count();
     if (r->count() < end - begin) break;
@@ -257,7 +356,7 @@ Result<rpc::CodesReply> MasterClient::Remove(std::span<const std::string> keys, 
   auto once = [&](std::span<const std::string> part) {
     rpc::KeysRequest req = KeysOf(part);
     req.set_force(force);
-    return CallFor<rpc::CodesReply>(rpc::REMOVE, req, deadline);
+    return CallReleasing<rpc::CodesReply>(rpc::REMOVE, req, deadline);
   };
   auto chunks = KeyChunks(keys.size(), [&](size_t i) { return keys[i].size(); });
   if (chunks.size() == 1) return once(keys);
@@ -272,7 +371,7 @@ Result<uint64_t> MasterClient::RemoveAll(bool force, Deadline deadline) {
   rpc::RemoveAll req;
   req.set_client_id(client_id_);
   req.set_force(force);
-  auto r = CallFor<rpc::RemoveAllReply>(rpc::REMOVE_ALL, req, deadline);
+  auto r = CallReleasing<rpc::RemoveAllReply>(rpc::REMOVE_ALL, req, deadline);
   if (!r.ok()) return r.status();
   return r->removed();
 }

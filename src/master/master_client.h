@@ -6,14 +6,22 @@
 // master's refusal of the whole request (INVALID_PARAMS, NOT_SUPPORTED). Per-key outcomes are in
 // the reply, as documented on MasterCore.
 //
+// Read leases: a reader hands each finished lease to ReleaseLease (no I/O). The ids travel in
+// the next request that names keys or the next ping (piggybacked), or in a LEASE_RELEASE that
+// FlushLeaseReleases sends (a background thread's job: client/lease_flusher.h). A request that
+// fails puts its ids back, so they go with the next one; the master ignores ids it has ended.
+//
 // Threading: thread-safe; concurrent calls use separate pooled connections.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/time.h"
 #include "kvpool/status.h"
@@ -85,7 +93,28 @@ class MasterClient {
   Result<uint64_t> RemoveAll(bool force, Deadline deadline);
   Result<rpc::StatReply> Stat(Deadline deadline);
 
+  // Most lease ids kept for sending; beyond it the oldest are dropped (the master ends them at
+  // their TTL), so a master out of reach cannot grow the queue without bound.
+  static constexpr size_t kMaxQueuedReleases = 8192;
+  // Queues the end of read lease `lease_id` (0: nothing). Never blocks on I/O.
+  void ReleaseLease(uint64_t lease_id);
+  // Sends the queued releases in one LEASE_RELEASE (nothing to send: OK at once).
+  Status FlushLeaseReleases(Deadline deadline);
+  // Waits until a release has been queued for at least `delay` and is still unsent, or until
+  // `until` or StopReleaseWaits(). True when there is something to flush.
+  bool WaitForStaleReleases(Clock::duration delay, Deadline until);
+  // Wakes every WaitForStaleReleases (shutdown).
+  void StopReleaseWaits();
+  size_t queued_releases() const;
+
  private:
+  // Moves the queued releases into `out` (a request's released_leases).
+  void TakeReleases(google::protobuf::RepeatedField<uint64_t>* out);
+  // Puts ids of a request that failed back in the queue.
+  void ReturnReleases(const google::protobuf::RepeatedField<uint64_t>& ids);
+  // CallFor for a request carrying released_leases: they are returned to the queue on failure.
+  template <typename Reply, typename Req>
+  Result<Reply> CallReleasing(rpc::Method method, Req& request, Deadline deadline);
   Status Call(rpc::Method method, const google::protobuf::MessageLite& request,
               google::protobuf::MessageLite* response, Deadline deadline);
   template <typename Reply>
@@ -99,6 +128,15 @@ class MasterClient {
   const rpc::Endpoint master_;
   const std::string client_id_;
   const std::shared_ptr<rpc::ConnectionPool> pool_;
+
+  mutable std::mutex release_mu_;
+  std::condition_variable release_cv_;
+  std::vector<uint64_t> releases_;      // guarded by release_mu_
+  Clock::time_point oldest_release_{};  // guarded by release_mu_: when releases_ got its first
+  bool release_waits_stopped_ = false;  // guarded by release_mu_
+  bool release_polling_ = false;        // guarded by release_mu_: the waiter looks by itself
+  // How long after a release the waiter keeps polling (every `delay`) instead of sleeping.
+  static constexpr Clock::duration kReleasePollWindow = std::chrono::milliseconds(200);
 };
 
 }  // namespace kvpool::master

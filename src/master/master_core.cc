@@ -52,6 +52,7 @@ struct MasterCore::PutContext {
   std::vector<std::string_view> preferred;
   std::string_view client_host;
   bool prefer_same_host;
+  int64_t soft_pin_ttl_ns;  // 0: a soft pin never lapses
 };
 
 MasterCore::MasterCore(const MasterOptions& options, uint64_t epoch)
@@ -62,7 +63,8 @@ MasterCore::MasterCore(const MasterOptions& options, uint64_t epoch)
       release_ns_(Nanos(options.put_start_release_timeout_sec)),
       strategy_(StrategyOf(options)),
       registry_(options.allocation_alignment),
-      evictor_(&table_, &registry_) {}
+      evictor_(&table_, &registry_),
+      leases_(RandomEpoch() >> 1) {}
 
 Result<rpc::PingReply> MasterCore::Ping(const rpc::Ping& req, TimePoint now) {
   if (req.client_id().empty()) return Status(ErrorCode::INVALID_PARAMS, "ping: client_id is empty");
@@ -71,6 +73,7 @@ Result<rpc::PingReply> MasterCore::Ping(const rpc::Ping& req, TimePoint now) {
   rpc::PingReply reply;
   reply.set_master_epoch(epoch_);
   reply.set_client_known(t.was_known);
+  reply.set_client_handle(t.handle);
   if (t.was_known) AddJournals(req, &reply);
   return reply;
 }
@@ -137,27 +140,57 @@ Result<rpc::PutStartReply> MasterCore::PutStart(const rpc::PutStart& req, TimePo
     return Status(ErrorCode::INVALID_PARAMS, fmt::format("replica_num={} is above the limit of {}",
                                                          replica_num, kMaxReplicas));
   }
-  PutContext ctx{clients_.Touch(req.client_id(), now, false).handle,
-                 replica_num,
-                 static_cast<uint8_t>((cfg.with_soft_pin() ? kSoftPin : 0) |
-                                      (cfg.with_hard_pin() ? kHardPin : 0)),
-                 req.upsert(),
-                 ToNanos(now),
-                 registry_.Usage().largest_segment,
-                 {cfg.preferred_segments().begin(), cfg.preferred_segments().end()},
-                 req.client_host(),
-                 cfg.prefer_alloc_in_same_node()};
+  PutContext ctx{
+      clients_.Touch(req.client_id(), now, false).handle,
+      replica_num,
+      static_cast<uint8_t>((cfg.with_soft_pin() ? kSoftPin : 0) |
+                           (cfg.with_hard_pin() ? kHardPin : 0)),
+      req.upsert(),
+      ToNanos(now),
+      registry_.Usage().largest_segment,
+      {cfg.preferred_segments().begin(), cfg.preferred_segments().end()},
+      req.client_host(),
+      cfg.prefer_alloc_in_same_node(),
+      static_cast<int64_t>(std::min<uint64_t>(cfg.soft_pin_ttl_ms(), kMaxSoftPinTtlMs)) * 1000000};
+  KVPOOL_RETURN_IF_ERROR(ValidateGroupIds(req));
   rpc::PutStartReply reply;
   reply.mutable_results()->Reserve(req.items_size());
   bool may_evict = true;
-  for (const rpc::PutItem& item : req.items()) {
-    *reply.add_results() = PutOne(item, ctx, &may_evict);
+  for (int i = 0; i < req.items_size(); ++i) {
+    std::string_view group = cfg.group_ids_size() > 0 ? cfg.group_ids(i) : std::string_view();
+    *reply.add_results() = PutOne(req.items(i), ctx, &may_evict, group);
   }
   return reply;
 }
 
+Status MasterCore::ValidateGroupIds(const rpc::PutStart& req) {
+  const auto& ids = req.config().group_ids();
+  if (ids.empty()) return Status::Ok();
+  if (ids.size() != req.items_size()) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("group_ids has {} entries for {} keys: give one per key, or none",
+                              ids.size(), req.items_size()));
+  }
+  for (int i = 0; i < ids.size(); ++i) {
+    if (ids[i].empty() || ids[i].size() > kMaxKeyBytes) {
+      return Status(ErrorCode::INVALID_PARAMS,
+                    fmt::format("group_ids[{}] (key={}) is {} bytes: a group id is 1..{} bytes", i,
+                                req.items(i).key(), ids[i].size(), kMaxKeyBytes));
+    }
+  }
+  return Status::Ok();
+}
+
+void MasterCore::JoinGroup(ObjectTable::Shard& shard, std::string_view key,
+                           std::string_view group_id) {
+  Object* obj = shard.Find(key);
+  if (obj == nullptr || (obj->flags & kGrouped) != 0) return;  // in a group already: stays there
+  table_.groups().Join(ObjectGroups::Scoped(TenantOf(key), group_id), key);
+  obj->flags |= kGrouped;
+}
+
 rpc::PutStartResult MasterCore::PutOne(const rpc::PutItem& item, const PutContext& ctx,
-                                       bool* may_evict) {
+                                       bool* may_evict, std::string_view group_id) {
   rpc::PutStartResult out;
   Status st = ValidateKey(item.key());
   if (!st.ok()) {
@@ -173,6 +206,7 @@ rpc::PutStartResult MasterCore::PutOne(const rpc::PutItem& item, const PutContex
   const uint64_t quota_need = item.size() * ctx.replica_num;
   if (quota && quota_need > *quota) {
     // No eviction of the tenant's own objects can make room: fail at once.
+    Refuse(RefusalReason::kTenantQuota);
     SetQuotaExceeded(item, tenant, *quota, /*whole=*/true, &out);
     return out;
   }
@@ -180,23 +214,31 @@ rpc::PutStartResult MasterCore::PutOne(const rpc::PutItem& item, const PutContex
   for (int attempt = 0;; ++attempt) {
     {
       auto shard = table_.Lock(item.key());
-      if (ResolveExisting(*shard, shard->Find(item.key()), ctx, &out)) return out;
+      if (ResolveExisting(*shard, shard->Find(item.key()), ctx, &out)) {
+        if (!group_id.empty() && out.already_exists()) JoinGroup(*shard, item.key(), group_id);
+        return out;
+      }
       over_quota = quota ? QuotaExcess(tenant, quota_need, *quota) : 0;
-      if (over_quota == 0 && TryPlace(*shard, item, ctx, &out)) return out;
+      if (over_quota == 0 && TryPlace(*shard, item, ctx, &out)) {
+        if (!group_id.empty() && out.code() == 0) JoinGroup(*shard, item.key(), group_id);
+        return out;
+      }
     }
     if (over_quota > 0) {
       // Over the tenant's quota: evict the tenant's own least recently used objects (never
       // another tenant's), once, then give up.
       if (attempt > 0) break;
-      evictor_.Evict(over_quota, std::nullopt, ctx.now_ns, tenant);
+      evictor_.Evict(over_quota, std::nullopt, ctx.now_ns, tenant, Nanos(options_.eviction_min_age),
+                     /*young_too=*/true);
       continue;
     }
     // No space. Evict (outside the shard lock: eviction takes every shard's) and retry once,
     // unless an eviction of this batch already found nothing to free.
-    if (attempt > 0 || !*may_evict) break;
+    if (attempt >= kPutEvictionAttempts || !*may_evict) break;
     if (!registry_.AnyAccepting()) {
       // Every segment is restoring (a master restart) or draining: room made by eviction could
       // not be used, and evicting would destroy objects that are about to be readable again.
+      Refuse(RefusalReason::kNoSegment);
       SetResult(&out, ErrorCode::NO_AVAILABLE_HANDLE,
                 fmt::format("key={} size={}: no segment takes new replicas right now (restoring "
                             "after a master restart, or draining)",
@@ -206,16 +248,25 @@ rpc::PutStartResult MasterCore::PutOne(const rpc::PutItem& item, const PutContex
     uint64_t need = registry_.Reserved(item.size()) * ctx.replica_num;
     uint64_t ratio_bytes = static_cast<uint64_t>(options_.eviction_ratio *
                                                  static_cast<double>(registry_.Usage().capacity));
-    EvictionResult r = evictor_.Evict(std::max(need, ratio_bytes), std::nullopt, ctx.now_ns);
+    // Synchronous eviction: least recently used first, young objects too (the put needs the room
+    // now), every unleased object a candidate. Retried while it frees something, since a
+    // concurrent put may take the room first or the freed space may be on the wrong segments.
+    EvictionResult r = evictor_.Evict(std::max(need, ratio_bytes), std::nullopt, ctx.now_ns,
+                                      std::nullopt, Nanos(options_.eviction_min_age),
+                                      /*young_too=*/true);
     if (r.objects == 0) *may_evict = false;
   }
   if (over_quota > 0) {
+    Refuse(RefusalReason::kTenantQuota);
     SetQuotaExceeded(item, tenant, *quota, /*whole=*/false, &out);
     return out;
   }
+  Refuse(RefusalReason::kLeasedOrPinned);
   SetResult(&out, ErrorCode::NO_AVAILABLE_HANDLE,
-            fmt::format("key={} size={}: no segment has room, even after eviction", item.key(),
-                        item.size()));
+            fmt::format("key={} size={}: the pool is full and nothing in it may be evicted: every "
+                        "complete object is leased by a transfer in flight or hard-pinned, or "
+                        "the rest is being written ({} leases hold {} bytes)",
+                        item.key(), item.size(), leases_.held(), leases_.bytes()));
   spdlog::warn("put start key={} error={}", item.key(),
                ErrorCodeName(static_cast<ErrorCode>(out.code())));
   return out;
@@ -297,6 +348,7 @@ bool MasterCore::TryPlace(ObjectTable::Shard& shard, const rpc::PutItem& item,
                           const PutContext& ctx, rpc::PutStartResult* out) {
   uint64_t reserved = registry_.Reserved(item.size());
   if (ctx.largest_segment == 0) {
+    Refuse(RefusalReason::kNoSegment);
     SetResult(out, ErrorCode::NO_AVAILABLE_HANDLE,
               fmt::format("key={}: no segment is mounted", item.key()));
     return true;
@@ -304,6 +356,7 @@ bool MasterCore::TryPlace(ObjectTable::Shard& shard, const rpc::PutItem& item,
   if (reserved > ctx.largest_segment || reserved < item.size()) {
     // No eviction can help (evicting would only destroy data): fail at once. A larger segment
     // may still be mounted later, hence a retryable code.
+    Refuse(RefusalReason::kNoSegment);
     SetResult(out, ErrorCode::NO_AVAILABLE_HANDLE,
               fmt::format("key={} size={} exceeds the largest mounted segment ({} bytes)",
                           item.key(), item.size(), ctx.largest_segment));
@@ -325,7 +378,10 @@ bool MasterCore::TryPlace(ObjectTable::Shard& shard, const rpc::PutItem& item,
   obj->stamp_ns = ctx.now_ns;
   obj->set_last_access_ns(ctx.now_ns);
   obj->flags = ctx.flags;
-  shard.Insert(std::move(obj));
+  Object* placed_obj = shard.Insert(std::move(obj));
+  if ((ctx.flags & kSoftPin) != 0 && ctx.soft_pin_ttl_ns > 0) {
+    shard.SetSoftPinExpiry(placed_obj, ctx.now_ns + ctx.soft_pin_ttl_ns);
+  }
   for (Placement& p : placed) {
     rpc::Replica* r = out->add_replicas();
     r->set_segment_name(std::move(p.segment_name));
@@ -382,7 +438,7 @@ ErrorCode MasterCore::Commit(std::string_view key, uint32_t writer, uint64_t che
     obj->set_last_access_ns(now_ns);
     // The segments' hosts learn of it through their journals (master restart without loss).
     for (const ReplicaRef& r : obj->replicas()) {
-      registry_.RecordCommit(r, key, obj->size, obj->checksum, obj->flags);
+      registry_.RecordCommit(r, key, obj->size, obj->checksum, obj->flags & (kSoftPin | kHardPin));
     }
   }
   return ErrorCode::OK;
@@ -416,8 +472,19 @@ ErrorCode MasterCore::Revoke(std::string_view key, uint32_t writer, std::string*
 rpc::GetReplicaListReply MasterCore::GetReplicaList(const rpc::KeysRequest& req, TimePoint now) {
   const int64_t now_ns = ToNanos(now);
   rpc::GetReplicaListReply reply;
+  // A lease lasts until its reader releases it, at most the TTL, or until its client is
+  // declared dead: the reader checks its transfer against both (client/get_path.cc).
   reply.set_lease_ttl_ms(static_cast<uint64_t>(options_.default_kv_lease_ttl.count()));
   reply.mutable_objects()->Reserve(req.keys_size());
+  Lease lease;
+  std::vector<std::string_view> grouped;  // leased objects with group peers to hold too
+  if (!req.no_lease()) {
+    lease.client = req.client_id().empty() ? 0 : clients_.Touch(req.client_id(), now, false).handle;
+    lease.expiry_ns = now_ns + lease_ns_;
+    reply.set_client_handle(lease.client);
+    reply.set_client_ttl_ms(
+        static_cast<uint64_t>(std::chrono::milliseconds(options_.client_ttl).count()));
+  }
   for (const std::string& key : req.keys()) {
     rpc::ObjectLocation* loc = reply.add_objects();
     Status st = ValidateKey(key);
@@ -457,10 +524,16 @@ rpc::GetReplicaListReply MasterCore::GetReplicaList(const rpc::KeysRequest& req,
     loc->set_size(obj->size);
     loc->set_checksum(obj->checksum);
     if (!req.no_lease()) {
-      obj->stamp_ns = std::max(obj->stamp_ns, now_ns + lease_ns_);
+      if ((obj->flags & kGrouped) != 0) grouped.push_back(key);
+      lease.holds.push_back(ShardHold{static_cast<uint32_t>(ObjectTable::ShardOfHash(hashed.hash)),
+                                      shard->Hold(obj, lease.expiry_ns)});
+      lease.bytes += obj->size;
       obj->set_last_access_ns(now_ns);
+      obj->flags |= kAsked;
     }
   }
+  if (!grouped.empty()) HoldGroupPeers(grouped, req, &lease);
+  if (!lease.holds.empty()) reply.set_lease_id(leases_.Add(std::move(lease)));
   return reply;
 }
 
@@ -469,7 +542,8 @@ rpc::CodesReply MasterCore::Exists(const rpc::KeysRequest& req, TimePoint now) {
   return Exists(keys, now);
 }
 
-rpc::CodesReply MasterCore::Exists(std::span<const std::string_view> keys, TimePoint) {
+rpc::CodesReply MasterCore::Exists(std::span<const std::string_view> keys, TimePoint now) {
+  const int64_t now_ns = ToNanos(now);
   rpc::CodesReply reply;
   reply.mutable_codes()->Reserve(static_cast<int>(keys.size()));
   // Messages only once a key is invalid (then one per key, as the reply promises): an empty
@@ -484,19 +558,29 @@ rpc::CodesReply MasterCore::Exists(std::span<const std::string_view> keys, TimeP
     const HashedKey hashed(key);
     auto shard = table_.Lock(hashed);
     Object* obj = shard->Find(hashed);
-    reply.add_codes(obj != nullptr && !obj->pending() ? 1 : 0);
+    const bool found = obj != nullptr && !obj->pending();
+    if (found) {
+      // A reader found it and is likely to get it next (HiCache asks exists, then gets the
+      // leading pages it found): eviction takes it after objects nobody asked for.
+      obj->set_last_access_ns(now_ns);
+      obj->flags |= kAsked;
+    }
+    reply.add_codes(found ? 1 : 0);
     if (reply.messages_size() > 0) reply.add_messages();
   }
   return reply;
 }
 
-rpc::ExistsPrefixReply MasterCore::ExistsPrefix(const rpc::KeysRequest& req, TimePoint) {
+rpc::ExistsPrefixReply MasterCore::ExistsPrefix(const rpc::KeysRequest& req, TimePoint now) {
+  const int64_t now_ns = ToNanos(now);
   uint32_t count = 0;
   for (const std::string& key : req.keys()) {
     if (!ValidateKey(key).ok()) break;
     auto shard = table_.Lock(key);
     Object* obj = shard->Find(key);
     if (obj == nullptr || obj->pending()) break;
+    obj->set_last_access_ns(now_ns);  // as Exists: found, likely read next
+    obj->flags |= kAsked;
     ++count;
   }
   rpc::ExistsPrefixReply reply;
@@ -580,6 +664,11 @@ rpc::StatReply MasterCore::Stat() const {
   reply.set_client_count(clients_.size());
   reply.set_evicted_total(evictor_.evicted_total());
   reply.set_master_epoch(epoch_);
+  reply.set_leases_held(leases_.held());
+  reply.set_bytes_leased(leases_.bytes());
+  reply.set_refused_leased_or_pinned(refused(RefusalReason::kLeasedOrPinned));
+  reply.set_refused_tenant_quota(refused(RefusalReason::kTenantQuota));
+  reply.set_refused_no_segment(refused(RefusalReason::kNoSegment));
   return reply;
 }
 

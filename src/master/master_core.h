@@ -9,6 +9,8 @@
 // round when space is short (bounded work, never a wait for other clients).
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -23,6 +25,7 @@
 #include "kvpool/status.h"
 #include "master/client_registry.h"
 #include "master/eviction.h"
+#include "master/lease_table.h"
 #include "master/master_options.h"
 #include "master/object_table.h"
 #include "master/segment_registry.h"
@@ -68,6 +71,14 @@ struct ClientInfo {
   std::vector<std::string> segments;  // mounted by this client
 };
 
+// Why a put item was refused (NO_AVAILABLE_HANDLE or TENANT_QUOTA_EXCEEDED), for metrics.
+enum class RefusalReason : uint8_t {
+  kLeasedOrPinned = 0,  // pool full; everything evictable is leased, hard-pinned or pending
+  kTenantQuota = 1,
+  kNoSegment = 2,  // none mounted, none accepting, or the object is larger than every segment
+};
+inline constexpr size_t kRefusalReasons = 3;
+
 struct HousekeepingReport {
   size_t dead_clients = 0;
   size_t segments_unmounted = 0;      // segments of dead clients
@@ -75,6 +86,9 @@ struct HousekeepingReport {
   size_t reservations_reclaimed = 0;  // pending puts older than put_start_release_timeout
   size_t deferred_frees = 0;          // space of discarded reservations released
   EvictionResult evicted;             // watermark eviction
+  size_t leases_expired = 0;          // read leases whose TTL ran out before their release
+  size_t leases_of_dead_clients = 0;  // read leases ended because their client was dead
+  size_t soft_pins_expired = 0;       // soft pins past their soft_pin_ttl_ms
 };
 
 class MasterCore {
@@ -118,11 +132,15 @@ class MasterCore {
   //   INVALID_KEY; INVALID_PARAMS (size 0).
   //   With upsert: OBJECT_HAS_LEASE (complete and leased), REPLICA_IS_NOT_READY (pending).
   //   NO_AVAILABLE_HANDLE: no segment mounted; larger than every segment (nothing is evicted
-  //     for it); or no room even after one eviction round.
+  //     for it); or no room because every complete object is leased or hard-pinned (the rest
+  //     pending): the message says which, and refused() counts it.
+  //   With config.group_ids (one per item): the item's object joins that group (unless it is in
+  //   one); with with_soft_pin and soft_pin_ttl_ms, its soft pin lapses that long after put start.
   //   TENANT_QUOTA_EXCEEDED: the key's tenant has a quota (options.tenant_quotas) that its
   //     size x replica_num would pass even after evicting the tenant's own least recently used
   //     unleased objects (never another tenant's), or that it exceeds on its own.
-  // Request errors: INVALID_PARAMS (empty client_id, replica_num above kMaxReplicas).
+  // Request errors: INVALID_PARAMS (empty client_id, replica_num above kMaxReplicas,
+  // group_ids neither empty nor one non-empty id per item: nothing is reserved).
   Result<rpc::PutStartReply> PutStart(const rpc::PutStart& req, TimePoint now);
   // Codes for commit_keys, then for revoke_keys, in order. A commit records the object's
   // checksum (commit_checksums[i], 0 when absent), which GetReplicaList returns. Commit: OK (also
@@ -132,10 +150,27 @@ class MasterCore {
   // Request errors: INVALID_PARAMS (empty client_id).
   Result<rpc::CodesReply> PutEnd(const rpc::PutEnd& req, TimePoint now);
 
-  // Per key: OK with size, checksum and replicas, and (unless no_lease) a lease until now + the
-  // lease TTL; REPLICA_IS_NOT_READY (pending); OBJECT_NOT_FOUND; REPLICA_IS_GONE (its segments were
-  // just unmounted); INVALID_KEY.
+  // Per key: OK with size, checksum and replicas, and (unless no_lease) a read lease on it;
+  // REPLICA_IS_NOT_READY (pending); OBJECT_NOT_FOUND; REPLICA_IS_GONE (its segments were just
+  // unmounted); INVALID_KEY. The lease (reply.lease_id, 0 when no key was leased) covers every
+  // OK key and is held by (req.client_id, lease_id): it ends when that client releases it
+  // (ReleaseLeases) once its transfer is over, when the client is declared dead (silent for
+  // client_ttl; reply.client_handle and client_ttl_ms let the reader check), or at the latest
+  // after reply.lease_ttl_ms. While it holds, the objects are neither evicted, upserted nor
+  // removed (without force).
   rpc::GetReplicaListReply GetReplicaList(const rpc::KeysRequest& req, TimePoint now);
+  // Ends the leases `ids` of client `client_id` (ids it does not hold are ignored; empty
+  // client_id: none). Returns how many ended. (master_leases.cc)
+  size_t ReleaseLeases(std::string_view client_id, std::span<const uint64_t> ids, TimePoint now);
+  // The LEASE_RELEASE RPC. Errors: INVALID_PARAMS (empty client_id).
+  Status LeaseRelease(const rpc::LeaseRelease& req, TimePoint now);
+  // Read leases held now and the bytes of the objects they hold.
+  uint64_t leases_held() const { return leases_.held(); }
+  uint64_t bytes_leased() const { return leases_.bytes(); }
+  // Put items refused since start for `reason`.
+  uint64_t refused(RefusalReason reason) const {
+    return refused_[static_cast<size_t>(reason)].load(std::memory_order_relaxed);
+  }
   // Per key: 1 complete, 0 absent or pending, INVALID_KEY.
   rpc::CodesReply Exists(std::span<const std::string_view> keys, TimePoint now);
   rpc::CodesReply Exists(const rpc::KeysRequest& req, TimePoint now);
@@ -202,6 +237,13 @@ class MasterCore {
 
  private:
   struct PutContext;
+  // Evictions one put item may run before it is refused (each must free something).
+  static constexpr int kPutEvictionAttempts = 3;
+  void Refuse(RefusalReason reason) {
+    refused_[static_cast<size_t>(reason)].fetch_add(1, std::memory_order_relaxed);
+  }
+  // Undoes the holds of ended leases (master_leases.cc); returns how many leases.
+  size_t EndLeases(std::vector<Lease> ended);
   // The quota of `tenant` (--tenant_quota), if it has one.
   std::optional<uint64_t> QuotaOf(std::string_view tenant) const;
   // Bytes by which `need` more would take `tenant` past `quota` (0: it fits).
@@ -209,7 +251,19 @@ class MasterCore {
   // TENANT_QUOTA_EXCEEDED for `item`: above the `whole` quota, or nothing left to evict.
   void SetQuotaExceeded(const rpc::PutItem& item, std::string_view tenant, uint64_t quota,
                         bool whole, rpc::PutStartResult* out) const;
-  rpc::PutStartResult PutOne(const rpc::PutItem& item, const PutContext& ctx, bool* may_evict);
+  rpc::PutStartResult PutOne(const rpc::PutItem& item, const PutContext& ctx, bool* may_evict,
+                             std::string_view group_id);
+  // INVALID_PARAMS unless config.group_ids is empty or one non-empty id (<= 4 KiB) per item.
+  static Status ValidateGroupIds(const rpc::PutStart& req);
+  // Under the key's shard lock: the object of `key` joins group `group_id` of its tenant
+  // (unless it is in a group already).
+  void JoinGroup(ObjectTable::Shard& shard, std::string_view key, std::string_view group_id);
+  // Longest soft pin TTL honoured (a day); longer ones are cut to it.
+  static constexpr uint64_t kMaxSoftPinTtlMs = 86'400'000;
+  // GetReplicaList: holds the group peers of the batch's grouped objects under `lease` too, so a
+  // lease on one member protects its whole group (master_leases.cc).
+  void HoldGroupPeers(const std::vector<std::string_view>& grouped, const rpc::KeysRequest& req,
+                      Lease* lease);
   // Under the key's shard lock: true when `out` is already the answer for this put; false when
   // the key is (now) free to be put.
   bool ResolveExisting(ObjectTable::Shard& shard, Object* obj, const PutContext& ctx,
@@ -254,6 +308,8 @@ class MasterCore {
   SegmentRegistry registry_;
   ObjectTable table_;
   Evictor evictor_;
+  LeaseTable leases_;
+  std::array<std::atomic<uint64_t>, kRefusalReasons> refused_{};
   std::mutex restore_mu_;
   // Object lists of segments whose re-registration is still arriving, by segment name.
   struct StagedRestore {

@@ -25,6 +25,10 @@ HousekeepingReport MasterCore::Housekeeping(TimePoint now) {
   const int64_t now_ns = ToNanos(now);
   HousekeepingReport report;
   report.dead_clients = ExpireClients(now, &report);
+  report.leases_expired = EndLeases(leases_.TakeExpired(now_ns));
+  for (size_t i = 0; i < ObjectTable::kShards; ++i) {
+    report.soft_pins_expired += table_.LockIndex(i)->ExpireSoftPins(now_ns);
+  }
   report.reservations_reclaimed = ReclaimStaleReservations(now_ns);
   report.deferred_frees = registry_.ReleaseDue(now_ns);
   report.evicted = WatermarkEviction(now_ns);
@@ -61,6 +65,8 @@ size_t MasterCore::ExpireClients(TimePoint now, HousekeepingReport* report) {
     segments.insert(segments.end(), ids.begin(), ids.end());
     writers.push_back(c.handle);
   }
+  // A dead reader's transfers are over: its leases end now, not at their TTL.
+  report->leases_of_dead_clients += EndLeases(leases_.TakeClients(writers));
   report->segments_unmounted += segments.size();
   report->objects_dropped += DropReplicasAndWriters(segments, writers);
   return dead.size();
@@ -94,7 +100,12 @@ EvictionResult MasterCore::WatermarkEviction(int64_t now_ns) {
   auto run = [&](uint64_t capacity, std::optional<uint64_t> segment) {
     auto target = static_cast<uint64_t>(ratio * static_cast<double>(capacity));
     if (target == 0) return;
-    EvictionResult r = evictor_.Evict(target, segment, now_ns);
+    // Background work: objects touched within eviction_min_age are left for a put that needs
+    // their room (write-then-read engines read what they just wrote).
+    EvictionResult r = evictor_.Evict(
+        target, segment, now_ns, std::nullopt,
+        std::chrono::duration_cast<std::chrono::nanoseconds>(options_.eviction_min_age).count(),
+        /*young_too=*/false);
     total.objects += r.objects;
     total.bytes += r.bytes;
     if (r.bytes < target) short_of_target = true;

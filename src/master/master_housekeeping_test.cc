@@ -114,16 +114,17 @@ TEST_F(CoreTest, WatermarkEvictionFreesAboutTheRatio) {
     Get1("hot" + std::to_string(i), At(0.5));  // leased until At(10.5)
   }
   ASSERT_EQ(Used(), 91u * 1024);
-  Ping("node1", At(2));
-  Ping("w", At(2));
-  HousekeepingReport r = core_.Housekeeping(At(2));
+  // At(3): every "old" object is idle for more than --eviction_min_age_ms (2 s).
+  Ping("node1", At(3));
+  Ping("w", At(3));
+  HousekeepingReport r = core_.Housekeeping(At(3));
   EXPECT_EQ(r.evicted.objects, 5u);  // 5% of 100 KiB = 5 objects
   EXPECT_EQ(Used(), 86u * 1024);
   for (int i = 0; i < 5; ++i) EXPECT_EQ(Exists1("hot" + std::to_string(i)), 1);
   for (int i = 0; i < 5; ++i) EXPECT_EQ(Exists1("old" + std::to_string(i)), 0);
   EXPECT_EQ(Exists1("old5"), 1);
   EXPECT_EQ(core_.Stat().object_count(), 86u);
-  EXPECT_EQ(core_.Housekeeping(At(2.1)).evicted.objects, 0u);  // below the watermark now
+  EXPECT_EQ(core_.Housekeeping(At(3.1)).evicted.objects, 0u);  // below the watermark now
 }
 
 // Several threads put, get and remove distinct and shared keys; the space accounting must

@@ -11,7 +11,8 @@ namespace {
 
 constexpr std::array<std::string_view, kMetricMethods> kMethodNames = {
     "ping",   "mount_segment", "unmount_segment", "put_start",  "put_end", "get_replica_list",
-    "exists", "exists_prefix", "remove",          "remove_all", "stat",    "other"};
+    "exists", "exists_prefix", "remove",          "remove_all", "stat",    "lease_release",
+    "other"};
 
 }  // namespace
 
@@ -39,6 +40,8 @@ MetricMethod MetricMethodOf(uint16_t rpc_method) {
       return MetricMethod::kRemoveAll;
     case rpc::STAT:
       return MetricMethod::kStat;
+    case rpc::LEASE_RELEASE:
+      return MetricMethod::kLeaseRelease;
     default:
       return MetricMethod::kOther;
   }
@@ -208,6 +211,20 @@ void MasterMetrics::RenderPool(metrics::TextWriter& w, const PoolGauges& pool) c
   w.WriteCounter("kvpool_master_watermark_evicted_objects_total",
                  "Objects evicted by housekeeping because use passed the high watermark.",
                  housekeeping_.watermark_evicted_objects.value());
+  w.WriteGauge("kvpool_master_leases_held", "Read leases held now (transfers in flight).",
+               static_cast<double>(s.leases_held()));
+  w.WriteGauge("kvpool_master_leased_bytes", "Bytes of the objects read leases hold now.",
+               static_cast<double>(s.bytes_leased()));
+  w.Family("kvpool_master_put_refused_total", "counter",
+           "Put items refused for lack of room, by reason (leased_or_pinned: the pool is full "
+           "and nothing evictable; tenant_quota; no_segment: none mounted, none accepting, or "
+           "larger than every segment).");
+  w.Sample("kvpool_master_put_refused_total", {Label{"reason", "leased_or_pinned"}},
+           s.refused_leased_or_pinned());
+  w.Sample("kvpool_master_put_refused_total", {Label{"reason", "tenant_quota"}},
+           s.refused_tenant_quota());
+  w.Sample("kvpool_master_put_refused_total", {Label{"reason", "no_segment"}},
+           s.refused_no_segment());
   w.WriteGauge("kvpool_master_start_time_seconds", "When the master started, in Unix seconds.",
                pool.start_unix_seconds);
   w.Family("kvpool_master_info", "gauge", "Constant 1, labelled with the master's epoch.");

@@ -36,6 +36,7 @@ enum class MetricMethod : uint8_t {
   kRemove,
   kRemoveAll,
   kStat,
+  kLeaseRelease,
   kOther,
 };
 inline constexpr size_t kMetricMethods = static_cast<size_t>(MetricMethod::kOther) + 1;

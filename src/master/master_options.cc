@@ -54,6 +54,8 @@ void AddMasterFlags(CLI::App& app, MasterOptions& o) {
   app.add_option("--eviction_ratio", o.eviction_ratio,
                  "fraction of capacity one eviction round frees")
       ->capture_default_str();
+  AddDuration(app, "--eviction_min_age_ms", o.eviction_min_age,
+              "watermark eviction spares objects touched this recently (ms; 0: off)");
   AddDuration(app, "--default_kv_lease_ttl", o.default_kv_lease_ttl, "read lease in milliseconds");
   AddDuration(app, "--client_ttl", o.client_ttl, "seconds of silence after which a client is dead");
   AddDuration(app, "--put_start_discard_timeout_sec", o.put_start_discard_timeout_sec,
@@ -115,6 +117,10 @@ Status ValidateMasterOptions(const MasterOptions& o) {
     return Bad("eviction_ratio", fmt::format("{}", o.eviction_ratio), "[0, 1], e.g. 0.05");
   }
   using std::chrono::hours;
+  if (o.eviction_min_age < std::chrono::milliseconds(0) || o.eviction_min_age > hours(1)) {
+    return Bad("eviction_min_age_ms", std::to_string(o.eviction_min_age.count()),
+               "0..3600000 milliseconds");
+  }
   auto lease = o.default_kv_lease_ttl;
   if (lease < std::chrono::milliseconds(1) || lease > hours(1)) {
     return Bad("default_kv_lease_ttl", std::to_string(lease.count()), "1..3600000 milliseconds");

@@ -33,6 +33,11 @@ struct MasterOptions {
   // Fraction of capacity one eviction round frees. Flag --eviction_ratio. Default 0.05; range
   // [0, 1]. 0 disables watermark eviction; a failed allocation still evicts what it needs.
   double eviction_ratio = 0.05;
+  // Watermark (background) eviction leaves objects put, found by exists or read more recently
+  // than this alone (engines read what they just wrote; HiCache gets what exists just found);
+  // a put that needs room evicts them too, last. Flag --eviction_min_age_ms. Default 2000 ms;
+  // range 0 (off) .. 1 h.
+  std::chrono::milliseconds eviction_min_age{2000};
   // Read lease granted by GetReplicaList. Flag --default_kv_lease_ttl, in milliseconds like
   // Mooncake's. Default 10000 ms; range 1 ms .. 1 h.
   std::chrono::milliseconds default_kv_lease_ttl{10000};

@@ -124,7 +124,8 @@ bool MasterCore::AdoptRestored(ObjectTable::Shard& shard, const rpc::StoredObjec
   // The key is known already (another host restored it first, or a put after the restart).
   // The replica joins it only when it certainly holds the same bytes: same size and a known,
   // equal checksum. Otherwise it is freed: better one replica fewer than a stale one.
-  if (existing->pending() || existing->size != so.size() || so.checksum() == 0 ||
+  // A held object stays as it is: replacing it would drop its readers' holds.
+  if (existing->pending() || existing->held || existing->size != so.size() || so.checksum() == 0 ||
       existing->checksum != so.checksum() || existing->replicas().size() >= kMaxReplicas) {
     return false;
   }

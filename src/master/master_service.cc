@@ -91,6 +91,16 @@ rpc::Reply ServeKeys(std::string_view name, std::string_view meta, MasterMetrics
   return ServeParsedKeys(req, mc, caller, std::forward<Call>(call));
 }
 
+// Ends the read leases a request carries for its client (released_leases, piggybacked on the
+// client's next request instead of a message of their own).
+template <typename Req>
+void ReleasePiggybacked(MasterCore& core, const Req& req, MasterCore::TimePoint now) {
+  if (req.released_leases_size() == 0) return;
+  core.ReleaseLeases(
+      req.client_id(),
+      {req.released_leases().data(), static_cast<size_t>(req.released_leases_size())}, now);
+}
+
 // EXISTS, whose keys usually come packed (KeysRequest.packed_keys): looked up as views into the
 // request for a caller whose keys pass unchanged; unpacked into `keys` for a scoped caller,
 // whose keys are rewritten anyway.
@@ -98,6 +108,7 @@ rpc::Reply ServeExists(std::string_view meta, MasterMetrics::Call& mc, Caller ca
                        MasterCore& core, MasterCore::TimePoint now) {
   rpc::KeysRequest req;
   if (!Parse(meta, &req)) return Unparsable("exists", mc);
+  ReleasePiggybacked(core, req, now);
   auto call = [&](const rpc::KeysRequest& r) { return core.Exists(r, now); };
   if (req.packed_keys().empty()) return ServeParsedKeys(req, mc, caller, call);
   if (req.keys_size() > 0) {  // which would the reply's codes follow?
@@ -126,6 +137,7 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
     case rpc::PING:
       return Serve<rpc::Ping>("ping", meta, mc, [&](auto& r) -> Result<rpc::PingReply> {
         StripPrivilegedFields(caller, &r);
+        ReleasePiggybacked(c, r, now);
         if (!caller.privileged && c.HostsSegments(r.client_id())) {
           // Its pings would keep a dead host's segments (and their objects) in the pool.
           return Status(ErrorCode::ILLEGAL_CLIENT,
@@ -146,6 +158,7 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
                                       [&](const auto& r) { return c.DrainSegment(r, now); });
     case rpc::PUT_START:
       return ServeKeys<rpc::PutStart>("put start", meta, mc, caller, [&](const auto& r) {
+        ReleasePiggybacked(c, r, now);
         auto reply = c.PutStart(r, now);
         if (reply.ok() && !caller.privileged) grants_.Attach(*reply, rpc::UnixMillisNow());
         return reply;
@@ -155,6 +168,7 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
                                     [&](const auto& r) { return c.PutEnd(r, now); });
     case rpc::GET_REPLICA_LIST:
       return ServeKeys<rpc::KeysRequest>("get replica list", meta, mc, caller, [&](const auto& r) {
+        ReleasePiggybacked(c, r, now);
         rpc::GetReplicaListReply reply = c.GetReplicaList(r, now);
         if (!caller.privileged && !r.no_lease()) grants_.Attach(reply, rpc::UnixMillisNow());
         return reply;
@@ -162,13 +176,21 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
     case rpc::EXISTS:
       return ServeExists(meta, mc, caller, c, now);
     case rpc::EXISTS_PREFIX:
-      return ServeKeys<rpc::KeysRequest>("exists prefix", meta, mc, caller,
-                                         [&](const auto& r) { return c.ExistsPrefix(r, now); });
+      return ServeKeys<rpc::KeysRequest>("exists prefix", meta, mc, caller, [&](const auto& r) {
+        ReleasePiggybacked(c, r, now);
+        return c.ExistsPrefix(r, now);
+      });
     case rpc::REMOVE:
-      return ServeKeys<rpc::KeysRequest>("remove", meta, mc, caller,
-                                         [&](const auto& r) { return c.Remove(r, now); });
+      return ServeKeys<rpc::KeysRequest>("remove", meta, mc, caller, [&](const auto& r) {
+        ReleasePiggybacked(c, r, now);
+        return c.Remove(r, now);
+      });
+    case rpc::LEASE_RELEASE:
+      return Serve<rpc::LeaseRelease>("lease release", meta, mc,
+                                      [&](const auto& r) { return c.LeaseRelease(r, now); });
     case rpc::REMOVE_ALL:
       return Serve<rpc::RemoveAll>("remove all", meta, mc, [&](const auto& r) {
+        ReleasePiggybacked(c, r, now);
         return c.RemoveAll(r, now, caller.tenant);
       });
     case rpc::STAT:

@@ -56,6 +56,7 @@ Object* ObjectTable::Shard::Insert(ObjectPtr obj) {
 
 void ObjectTable::Shard::Erase(Object* obj) {
   pending_.erase(obj);
+  Forget(*obj);
   ledger_->Add(TenantOf(obj->key()), -static_cast<int64_t>(ObjectTable::TenantBytes(*obj)), -1);
   objects_.Erase(obj);
   total_->fetch_sub(1, std::memory_order_relaxed);
@@ -66,6 +67,54 @@ void ObjectTable::Shard::MarkComplete(Object* obj) {
   obj->state = ObjectState::kComplete;
   obj->stamp_ns = 0;  // no lease yet
   pending_.erase(obj);
+}
+
+void ObjectTable::Shard::Forget(const Object& o) {
+  if (o.held) holds_.erase(&o);
+  if ((o.flags & kSoftPinExpires) != 0) soft_pin_until_.erase(&o);
+  if ((o.flags & kGrouped) != 0) groups_->Leave(o.key());
+}
+
+void ObjectTable::Shard::SetSoftPinExpiry(Object* obj, int64_t until_ns) {
+  obj->flags |= kSoftPinExpires;
+  soft_pin_until_[obj] = until_ns;
+}
+
+size_t ObjectTable::Shard::ExpireSoftPins(int64_t now_ns) {
+  size_t n = 0;
+  for (auto it = soft_pin_until_.begin(); it != soft_pin_until_.end();) {
+    if (it->second > now_ns) {
+      ++it;
+      continue;
+    }
+    auto* obj = const_cast<Object*>(it->first);
+    obj->flags &= static_cast<uint8_t>(~(kSoftPin | kSoftPinExpires));
+    it = soft_pin_until_.erase(it);
+    ++n;
+  }
+  return n;
+}
+
+ObjectTable::Shard::HoldToken ObjectTable::Shard::Hold(Object* obj, int64_t until_ns) {
+  assert(!obj->pending());
+  HoldEntry& e = holds_[obj];
+  if (e.readers == 0) e.generation = next_generation_++;
+  ++e.readers;
+  obj->held = true;
+  obj->stamp_ns = std::max(obj->stamp_ns, until_ns);
+  return HoldToken{obj, e.generation};
+}
+
+bool ObjectTable::Shard::Unhold(const HoldToken& token) {
+  auto it = holds_.find(token.obj);
+  if (it == holds_.end() || it->second.generation != token.generation) return false;
+  if (--it->second.readers > 0) return false;
+  // The object is alive (an erase would have dropped the entry): the last reader is done.
+  auto* obj = const_cast<Object*>(it->first);
+  holds_.erase(it);
+  obj->held = false;
+  obj->stamp_ns = 0;
+  return true;
 }
 
 size_t ObjectTable::Shard::EraseIf(const std::function<bool(Object&)>& f) {
@@ -86,6 +135,7 @@ size_t ObjectTable::Shard::EraseIf(const std::function<bool(Object&)>& f) {
     }
     account(TenantOf(o.key()), -before, -1);
     pending_.erase(&o);
+    Forget(o);
     return true;
   });
   for (const auto& [tenant, d] : deltas) ledger_->Add(tenant, d.first, d.second);
@@ -97,6 +147,7 @@ ObjectTable::ObjectTable() : shards_(new Slot[kShards]) {
   for (size_t i = 0; i < kShards; ++i) {
     shards_[i].shard.total_ = &total_;
     shards_[i].shard.ledger_ = &ledger_;
+    shards_[i].shard.groups_ = &groups_;
   }
 }
 

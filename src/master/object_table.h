@@ -22,9 +22,11 @@
 #include <mutex>
 #include <span>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include "master/object_groups.h"
 #include "master/object_index.h"
 #include "master/tenant_ledger.h"
 
@@ -44,6 +46,13 @@ enum class ObjectState : uint8_t { kPending = 0, kComplete = 1 };
 
 inline constexpr uint8_t kSoftPin = 1;
 inline constexpr uint8_t kHardPin = 2;
+// A reader asked for it (exists or get) since it was written: eviction takes objects nobody
+// asked for first. Not a pin: never journaled.
+inline constexpr uint8_t kAsked = 4;
+// A member of an object group (ObjectTable::groups()).
+inline constexpr uint8_t kGrouped = 8;
+// Its soft pin lapses (Shard::SetSoftPinExpiry).
+inline constexpr uint8_t kSoftPinExpires = 16;
 // Most replicas one object may have (ReplicateConfig.replica_num above this is refused).
 inline constexpr uint32_t kMaxReplicas = 16;
 
@@ -70,10 +79,15 @@ class Object {
   size_t DropReplicasIf(const std::function<bool(const ReplicaRef&)>& drop);
 
   bool pending() const { return state == ObjectState::kPending; }
+  // A read lease holds it: some reader's transfer is in flight (Shard::Hold), and the newest of
+  // those leases' TTLs has not run out. An object whose holds all lapsed (readers stalled or gone
+  // silent) is not leased even before the housekeeping sweep ends them.
   bool leased(int64_t now_ns) const { return !pending() && stamp_ns > now_ns; }
   bool soft_pinned() const { return (flags & kSoftPin) != 0; }
   bool hard_pinned() const { return (flags & kHardPin) != 0; }
-  // PENDING: when its put started. COMPLETE: when its read lease ends (0: never leased).
+  bool asked() const { return (flags & kAsked) != 0; }
+  // PENDING: when its put started. COMPLETE: the latest end of its read leases' TTLs (0: no
+  // lease holds it; Shard::Unhold resets it when the last one ends).
   int64_t put_start_ns() const { return stamp_ns; }
   int64_t lease_until_ns() const { return stamp_ns; }
   // Eviction's LRU clock: put start or last leased read, kept in ticks of 2^24 ns (16.8 ms) in
@@ -91,6 +105,7 @@ class Object {
   uint32_t writer = 0;    // interned id of the client that put it
   ObjectState state = ObjectState::kPending;
   uint8_t flags = 0;  // kSoftPin | kHardPin
+  bool held = false;  // the shard's hold map has an entry for it (see Shard::Hold)
 
  private:
   static constexpr int kTickShift = 24;
@@ -148,6 +163,23 @@ class ObjectTable {
     // Erases every object for which f(Object&) returns true (f may change objects it keeps).
     // Returns how many were erased.
     size_t EraseIf(const std::function<bool(Object&)>& f);
+    // Read leases. Hold records one more reader of the complete object `obj` (its stamp_ns is
+    // extended to `until_ns`) and returns the token that ends exactly this hold: Unhold(obj,
+    // token) with a token of an object since erased (even if a new object now has the same
+    // address) does nothing. Returns true when it ended the last hold, so the object is no
+    // longer leased. Erasing an object drops its holds.
+    struct HoldToken {
+      const Object* obj = nullptr;
+      uint64_t generation = 0;
+    };
+    HoldToken Hold(Object* obj, int64_t until_ns);
+    bool Unhold(const HoldToken& token);
+    // Objects held by at least one lease.
+    size_t held_count() const { return holds_.size(); }
+    // The soft pin of `obj` lapses at `until_ns` (ExpireSoftPins clears it then).
+    void SetSoftPinExpiry(Object* obj, int64_t until_ns);
+    // Clears the soft pins that lapsed by `now_ns`; returns how many.
+    size_t ExpireSoftPins(int64_t now_ns);
     // The pending objects (a small side index, so reclaiming stale puts does not scan all).
     const std::unordered_set<Object*>& pending() const { return pending_; }
     size_t size() const { return objects_.size(); }
@@ -156,6 +188,18 @@ class ObjectTable {
     friend class ObjectTable;
     ObjectIndex objects_;
     std::unordered_set<Object*> pending_;
+    struct HoldEntry {
+      uint32_t readers = 0;
+      uint64_t generation = 0;
+    };
+    // Objects with holds (Object::held): a side map, so an object without readers carries no
+    // lease state beyond its header. Entries are dropped when their object is erased.
+    std::unordered_map<const Object*, HoldEntry> holds_;
+    uint64_t next_generation_ = 1;
+    std::unordered_map<const Object*, int64_t> soft_pin_until_;  // kSoftPinExpires objects
+    ObjectGroups* groups_ = nullptr;                             // the table's groups
+    // What erasing `o` undoes beside the index (holds, soft pin expiry, group membership).
+    void Forget(const Object& o);
     std::atomic<size_t>* total_ = nullptr;  // the table's object count
     TenantLedger* ledger_ = nullptr;        // the table's per-tenant totals
   };
@@ -186,6 +230,8 @@ class ObjectTable {
   size_t size() const { return total_.load(std::memory_order_relaxed); }
   // Replica bytes and objects per tenant (thread-safe).
   const TenantLedger& tenants() const { return ledger_; }
+  // Object groups (group ids, members); see object_groups.h for the lock order.
+  ObjectGroups& groups() { return groups_; }
   // What `o` counts for its tenant: its size times its replicas.
   static uint64_t TenantBytes(const Object& o) { return o.size * o.replicas().size(); }
 
@@ -196,6 +242,7 @@ class ObjectTable {
   };
   std::atomic<size_t> total_{0};
   TenantLedger ledger_;
+  ObjectGroups groups_;
   std::unique_ptr<Slot[]> shards_;
 };
 

@@ -270,6 +270,11 @@ LocalReply AttachService::Query(uint16_t method, const std::string& meta) {
     r.set_object_count(s->object_count);
     r.set_client_count(s->client_count);
     r.set_evicted_total(s->evicted_total);
+    r.set_leases_held(s->leases_held);
+    r.set_bytes_leased(s->bytes_leased);
+    r.set_refused_leased_or_pinned(s->refused_leased_or_pinned);
+    r.set_refused_tenant_quota(s->refused_tenant_quota);
+    r.set_refused_no_segment(s->refused_no_segment);
     for (const auto& seg : s->segments) {
       rpc::SegmentInfo* info = r.add_segments();
       info->set_segment_name(seg.name);

@@ -55,6 +55,8 @@ Result<ReplicateConfig> PyReplicateConfig::ToCore() const {
     if (s != preferred_segment) c.preferred_segments.push_back(s);
   }
   c.prefer_alloc_in_same_node = prefer_alloc_in_same_node;
+  c.group_ids = group_ids;
+  c.soft_pin_ttl_ms = soft_pin_ttl_ms ? static_cast<uint64_t>(*soft_pin_ttl_ms) : 0;
   return c;
 }
 

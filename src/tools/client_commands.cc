@@ -223,7 +223,13 @@ void PrintStatJson(const PoolStat& s) {
                       {"used_bytes", s.used},
                       {"objects", s.object_count},
                       {"clients", s.client_count},
-                      {"evicted_objects", s.evicted_total}};
+                      {"evicted_objects", s.evicted_total},
+                      {"leases_held", s.leases_held},
+                      {"leased_bytes", s.bytes_leased},
+                      {"puts_refused",
+                       {{"leased_or_pinned", s.refused_leased_or_pinned},
+                        {"tenant_quota", s.refused_tenant_quota},
+                        {"no_segment", s.refused_no_segment}}}};
   std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
@@ -243,6 +249,11 @@ int PrintStat(const ClientCommandOptions& o) {
       "{} clients, {} evicted\n",
       s->segments.size(), FormatSize(s->capacity), FormatSize(s->used), pct, s->object_count,
       s->client_count, s->evicted_total);
+  std::cout << fmt::format(
+      "leases: {} held ({}); puts refused: {} pool full of leased/pinned, {} tenant quota, {} no "
+      "segment\n",
+      s->leases_held, FormatSize(s->bytes_leased), s->refused_leased_or_pinned,
+      s->refused_tenant_quota, s->refused_no_segment);
   std::cout << fmt::format("{:<28} {:>12} {:>12} {:>10}\n", "segment", "size", "used", "objects");
   for (const auto& seg : s->segments) {
     std::cout << fmt::format("{:<28} {:>12} {:>12} {:>10}\n", seg.name, FormatSize(seg.size),

@@ -108,6 +108,9 @@ TopSnapshot SnapshotOf(const std::vector<PromSample>& samples) {
     if (name == "pending_objects") s.pending = p.value;
     if (name == "clients_alive") s.clients = p.value;
     if (name == "evicted_objects_total") s.evicted = p.value;
+    if (name == "leases_held") s.leases = p.value;
+    if (name == "leased_bytes") s.leased_bytes = p.value;
+    if (name == "put_refused_total") s.refused[std::string(p.label("reason"))] = p.value;
     if (p.labels.count("method") != 0) Method(s, name, p);
   }
   std::sort(s.segments.begin(), s.segments.end(),
@@ -124,6 +127,20 @@ std::string RenderTop(const std::string& title, const TopSnapshot& now, const To
                  now.segments.size(), Bytes(now.capacity), Bytes(now.used),
                  Percent(now.used, now.capacity), now.objects, now.pending, now.clients,
                  now.evicted);
+  if (!now.refused.empty() || now.leases > 0) {
+    // Back-pressure: what holds the pool, and the puts it refused (per second from the second
+    // screen on, totals on the first).
+    std::string refused;
+    for (const auto& [reason, total] : now.refused) {
+      const double before =
+          prev != nullptr && prev->refused.count(reason) ? prev->refused.at(reason) : 0;
+      refused += fmt::format(
+          " {} {}", reason,
+          prev != nullptr ? Rate(total, before, elapsed_s) + "/s" : fmt::format("{:.0f}", total));
+    }
+    fmt::format_to(std::back_inserter(out), "leases: {:.0f} held ({}); puts refused:{}\n\n",
+                   now.leases, Bytes(now.leased_bytes), refused.empty() ? " none" : refused);
+  }
   fmt::format_to(std::back_inserter(out), "{:<32} {:>12} {:>12} {:>7} {:>10}\n", "SEGMENT",
                  "CAPACITY", "USED", "USE%", "OBJECTS");
   for (const SegmentRow& r : now.segments) {

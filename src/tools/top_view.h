@@ -28,6 +28,8 @@ struct TopSnapshot {
   std::vector<SegmentRow> segments;            // by name
   std::map<std::string, double> errors;        // by `code` label, summed over methods
   double capacity = 0, used = 0, objects = 0, pending = 0, clients = 0, evicted = 0;
+  double leases = 0, leased_bytes = 0;
+  std::map<std::string, double> refused;  // put items refused, by `reason` label
 };
 
 // OK when `samples` are a kvpool master's (kvpool_master_info is there). Else INVALID_PARAMS

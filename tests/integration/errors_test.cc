@@ -5,7 +5,9 @@
 #include <cstring>
 #include <thread>
 
+#include "master/master_client.h"
 #include "pool.h"
+#include "rpc/endpoint.h"
 
 namespace kvpool::testing {
 namespace {
@@ -83,13 +85,16 @@ TEST_F(ErrorsTest, FullPoolWithNothingEvictableFailsPromptly) {
   Status st = client_->PutFrom("too-big", big.data(), big.size());
   EXPECT_EQ(st.code(), ErrorCode::NO_AVAILABLE_HANDLE) << st.ToString();
   EXPECT_NE(st.message().find("too-big"), std::string::npos) << st.ToString();
-  // Fill the 16 MB segment with objects that are read right after being written, so each is
-  // leased: once it is full nothing is evictable and the next put fails at once.
+  // Fill the 16 MB segment with hard-pinned objects (a read lease ends with its read, so reads
+  // cannot hold a pool full): once it is full nothing is evictable and the next put fails at
+  // once, saying why.
+  ReplicateConfig pinned;
+  pinned.with_hard_pin = true;
   int placed = 0;
   st = Status::Ok();
   for (int i = 0; i < 40 && st.ok(); ++i) {
     std::string k = "fill" + std::to_string(i);
-    st = client_->PutFrom(k, buf_.data(), 1 << 20);
+    st = client_->PutFrom(k, buf_.data(), 1 << 20, pinned);
     if (st.ok()) {
       auto got = client_->GetInto(k, buf_.data(), 1 << 20);
       ASSERT_TRUE(got.ok()) << k << ": " << got.status().ToString();
@@ -97,13 +102,30 @@ TEST_F(ErrorsTest, FullPoolWithNothingEvictableFailsPromptly) {
     }
   }
   EXPECT_EQ(st.code(), ErrorCode::NO_AVAILABLE_HANDLE) << st.ToString();
+  EXPECT_NE(st.message().find("hard-pinned"), std::string::npos) << st.ToString();
   EXPECT_GE(placed, 14);
+  auto stat = client_->Stat();
+  ASSERT_TRUE(stat.ok());
+  EXPECT_EQ(stat->refused_leased_or_pinned, 1u);
+  EXPECT_EQ(stat->refused_no_segment, 1u);  // too-big
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
+// A get's lease ends with the get; one still held (a reader mid-transfer, here taken straight
+// from the master) refuses removal unless forced.
 TEST_F(ErrorsTest, LeasedObjectRefusesRemoveUnlessForced) {
+  ASSERT_TRUE(client_->PutFrom("read", buf_.data(), 100).ok());
+  ASSERT_TRUE(client_->GetInto("read", buf_.data(), 100).ok());
+  EXPECT_TRUE(client_->Remove("read").ok());
   ASSERT_TRUE(client_->PutFrom("leased", buf_.data(), 100).ok());
-  ASSERT_TRUE(client_->GetInto("leased", buf_.data(), 100).ok());
+  auto ep = rpc::ParseEndpoint(pool_->master_address(), 0, "master");
+  ASSERT_TRUE(ep.ok());
+  master::MasterClient reader(*ep, "reader-mid-transfer");
+  std::vector<std::string> keys = {"leased"};
+  auto lease =
+      reader.GetReplicaList(keys, /*no_lease=*/false, DeadlineAfter(std::chrono::seconds(5)));
+  ASSERT_TRUE(lease.ok());
+  ASSERT_NE(lease->lease_id(), 0u);
   EXPECT_EQ(client_->Remove("leased").code(), ErrorCode::OBJECT_HAS_LEASE);
   EXPECT_TRUE(client_->Remove("leased", /*force=*/true).ok());
   EXPECT_FALSE(*client_->IsExist("leased"));

@@ -156,9 +156,25 @@ TEST_F(TenantTest, QuotaEvictsOwnObjectsThenRefuses) {
   EXPECT_EQ(a->BatchGet({"p0"})[0].status().code(), ErrorCode::OBJECT_NOT_FOUND);
   for (int i = 1; i < 5; ++i) ExpectBytes(*a, "p" + std::to_string(i), 1);
   ExpectBytes(*b, "b-old", 1);
-  // The reads above lease a's pages: nothing of a's may be evicted now, so the put fails and
-  // says why; b has no quota and is not limited by a's.
+  // The reads above held a's pages only while they moved: a sixth page evicts one of a's again
+  // (they were all read within one LRU tick: any one of them).
   st = Put(*a, "p5", 1);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  int present = 0;
+  for (int i = 1; i < 6; ++i) present += a->BatchGet({"p" + std::to_string(i)})[0].ok() ? 1 : 0;
+  EXPECT_EQ(present, 4);
+  ExpectBytes(*b, "b-old", 1);
+  // With a's quota full of hard-pinned pages nothing of a's may be evicted, so the put fails and
+  // says why; b has no quota and is not limited by a's.
+  ASSERT_EQ(*a->RemoveAll(true), 4u);
+  ReplicateConfig pinned;
+  pinned.with_hard_pin = true;
+  for (int i = 0; i < 4; ++i) {
+    const std::string k = "pinned" + std::to_string(i);
+    auto bytes = ObjectBytes(k, 1, kPage);
+    ASSERT_TRUE(a->BatchPut({k}, {std::span<const uint8_t>(bytes)}, pinned)[0].ok());
+  }
+  st = Put(*a, "p6", 1);
   EXPECT_EQ(st.code(), ErrorCode::TENANT_QUOTA_EXCEEDED) << st.ToString();
   EXPECT_NE(st.message().find("tenant 'a'"), std::string::npos) << st.ToString();
   EXPECT_NE(st.message().find(std::to_string(4 * kPage)), std::string::npos) << st.ToString();
