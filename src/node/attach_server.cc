@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <asio/experimental/as_tuple.hpp>
 
 namespace kvpool::node {
@@ -67,7 +68,12 @@ Status AttachServer::Start() {
     spdlog::info("serving standalone clients on unix socket {}", name);
   }
   started_ = true;
-  pool_ = std::make_unique<asio::thread_pool>(std::max(1, options_.worker_threads));
+  int workers = options_.worker_threads;
+  if (workers <= 0) {
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    workers = std::clamp(2 * cores, 8, 64);
+  }
+  pool_ = std::make_unique<asio::thread_pool>(workers);
   for (size_t i = 0; i < listeners_.size(); ++i) {
     listen_waiters_.push_back(
         std::make_unique<asio::posix::stream_descriptor>(io_, listeners_[i].get()));

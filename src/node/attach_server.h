@@ -3,7 +3,7 @@
 // AttachService.
 //
 // Threads: one I/O thread (Asio) waits on every connection and reads every frame without
-// blocking; a small fixed pool (`worker_threads`) runs the requests, which block on the store.
+// blocking; a fixed pool (`worker_threads`) runs the requests, which block on the store.
 // An idle or slow connection holds no thread.
 //
 // Access: only processes running as the node's user (or root) may attach (SO_PEERCRED); any
@@ -48,7 +48,7 @@ struct AttachServerOptions {
   Clock::duration tick = std::chrono::milliseconds(200);      // silent-session checks
   size_t max_connections = 4096;   // open at once; more are refused with a clear error
   size_t max_pending = 256;        // not yet attached at once; the oldest makes room
-  int worker_threads = 8;          // run requests (they block on the store)
+  int worker_threads = 0;          // run requests (they block on the store); 0: 2 per core, 8 to 64
   NodeMetrics* metrics = nullptr;  // when set, every request is recorded there (must outlive)
 };
 

@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <thread>
+
 #include "rpc/kvpool.pb.h"
 #include "rpc/unix_connection.h"
 #include "rpc/unix_socket.h"
@@ -81,6 +83,11 @@ TEST_F(AttachServerTest, StallAtEveryByteAndNoAttachAreTimedOut) {
     EXPECT_TRUE(ClosedWithin(fds[k], std::chrono::seconds(3))) << "stalled after byte " << k;
   }
   for (int fd : fds) ::close(fd);
+  // Each leaves the count just after its socket closes.
+  auto end = Clock::now() + std::chrono::seconds(2);
+  while (server_->connections() > 0u && Clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   EXPECT_EQ(server_->connections(), 0u);
 }
 
@@ -92,6 +99,11 @@ TEST_F(AttachServerTest, IdleConnectionsPastThePendingCapCloseTheOldest) {
   auto conn = rpc::UnixConnection::Connect(name_, "test", DeadlineAfter(std::chrono::seconds(2)));
   EXPECT_TRUE(conn.ok()) << conn.status().ToString();
   EXPECT_TRUE(ClosedWithin(idle[0], std::chrono::seconds(1)));
+  // Evicted connections leave the count as their coroutines end, a moment later.
+  auto end = Clock::now() + std::chrono::seconds(2);
+  while (server_->pending() > 9u && Clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   EXPECT_LE(server_->pending(), 9u);
   for (int fd : idle) ::close(fd);
 }
