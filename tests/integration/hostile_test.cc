@@ -16,6 +16,7 @@
 
 #include "rpc/frame.h"
 #include "rpc/kvpool.pb.h"
+#include "rpc/raw_peer_test_util.h"
 #include "rpc/unix_socket.h"
 #include "standalone_support.h"
 
@@ -30,21 +31,6 @@ uint64_t ResidentBytes(pid_t pid) {
     if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
   }
   return 0;
-}
-
-int TcpConnect(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  timeval tv{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  return fd;
 }
 
 std::string Header(uint16_t method, uint32_t meta_len) {
@@ -168,18 +154,19 @@ TEST(HostileLoadTest, ThousandHostileConnectionsKeepMemoryAndLatencyBounded) {
   Hostiles h;
   const std::string huge = Header(rpc::READ, rpc::FrameLimits().max_meta_bytes);  // 64 MiB
   for (int i = 0; i < 125; ++i) {
-    h.Add(TcpConnect(master_port));  // silent before HELLO
-    h.Add(TcpConnect(node_port));
-    int m = TcpConnect(master_port);  // HELLO, then a header announcing 64 MiB and 1 KiB of it
+    h.Add(rpc::RawLoopbackSocket(master_port));  // silent before HELLO
+    h.Add(rpc::RawLoopbackSocket(node_port));
+    int m = rpc::RawLoopbackSocket(
+        master_port);  // HELLO, then a header announcing 64 MiB and 1 KiB of it
     if (m >= 0 && TcpHello(m)) {
       (void)::send(m, huge.data(), huge.size(), MSG_NOSIGNAL);
       (void)::send(m, std::string(1024, 'x').data(), 1024, MSG_NOSIGNAL);
     }
     h.Add(m);
-    int n = TcpConnect(node_port);  // HELLO, then half a header
+    int n = rpc::RawLoopbackSocket(node_port);  // HELLO, then half a header
     if (n >= 0 && TcpHello(n)) (void)::send(n, huge.data(), 16, MSG_NOSIGNAL);
     h.Add(n);
-    h.Add(TcpConnect(http_port));  // HTTP: one line of a request, never finished
+    h.Add(rpc::RawLoopbackSocket(http_port));  // HTTP: one line of a request, never finished
     (void)::send(h.fds.back(), "GET /segments HTTP/1.1\r\n", 24, MSG_NOSIGNAL);
   }
   const uint16_t local_port = node_port;
