@@ -8,6 +8,28 @@
 namespace kvpool::master {
 namespace {
 
+// Appends one chunk's per-key entries (`list_of(reply)`, `count` of them) to `into`; when the
+// chunk's call failed, or answered for another number of keys, one entry per key carrying that
+// error instead. For replies whose entries have `code` and `message` (PutStartResult,
+// ObjectLocation).
+template <typename Entry, typename Reply, typename ListOf>
+void AppendChunk(google::protobuf::RepeatedPtrField<Entry>& into, Result<Reply>& part,
+                 ListOf list_of, size_t count, const char* method) {
+  if (part.ok() && static_cast<size_t>(list_of(*part).size()) != count) {
+    part = Status(ErrorCode::INTERNAL_ERROR,
+                  std::string("master answered ") + method + " for another batch");
+  }
+  for (size_t i = 0; i < count; ++i) {
+    Entry* e = into.Add();
+    if (part.ok()) {
+      *e = std::move(list_of(*part)[static_cast<int>(i)]);
+    } else {
+      e->set_code(static_cast<int32_t>(part.status().code()));
+      e->set_message(part.status().message());
+    }
+  }
+}
+
 // Appends one request's CodesReply for `keys` keys to `into` (messages stay "empty, or one per
 // key": padded with "" once any part has messages).
 void AppendCodes(rpc::CodesReply& into, const Result<rpc::CodesReply>& part, size_t keys) {
@@ -221,18 +243,10 @@ Result<rpc::PutStartReply> MasterClient::PutStart(std::span<const PutItem> items
   for (auto [begin, end] : chunks) {
     auto part =
         PutStartOnce(items.subspan(begin, end - begin), config, upsert, deadline, client_host);
-    if (part.ok() && part->results_size() != static_cast<int>(end - begin)) {
-      part = Status(ErrorCode::INTERNAL_ERROR, "master answered PUT_START for another batch");
-    }
-    for (size_t i = begin; i < end; ++i) {
-      if (part.ok()) {
-        *all.add_results() = std::move(*part->mutable_results(static_cast<int>(i - begin)));
-      } else {
-        rpc::PutStartResult* r = all.add_results();
-        r->set_code(static_cast<int32_t>(part.status().code()));
-        r->set_message(part.status().message());
-      }
-    }
+    AppendChunk(
+        *all.mutable_results(), part,
+        [](rpc::PutStartReply & r) -> auto& { return *r.mutable_results(); }, end - begin,
+        "PUT_START");
   }
   return all;
 }
@@ -301,18 +315,10 @@ Result<rpc::GetReplicaListReply> MasterClient::GetReplicaList(std::span<const st
   bool leased = false;
   for (auto [begin, end] : chunks) {
     auto part = once(keys.subspan(begin, end - begin));
-    if (part.ok() && part->objects_size() != static_cast<int>(end - begin)) {
-      part = Status(ErrorCode::INTERNAL_ERROR, "master answered GET for another batch");
-    }
-    for (size_t i = begin; i < end; ++i) {
-      if (part.ok()) {
-        *all.add_objects() = std::move(*part->mutable_objects(static_cast<int>(i - begin)));
-      } else {
-        rpc::ObjectLocation* loc = all.add_objects();
-        loc->set_code(static_cast<int32_t>(part.status().code()));
-        loc->set_message(part.status().message());
-      }
-    }
+    AppendChunk(
+        *all.mutable_objects(), part,
+        [](rpc::GetReplicaListReply & r) -> auto& { return *r.mutable_objects(); }, end - begin,
+        "GET_REPLICA_LIST");
     if (part.ok()) {
       all.set_lease_ttl_ms(leased ? std::min(all.lease_ttl_ms(), part->lease_ttl_ms())
                                   : part->lease_ttl_ms());
