@@ -74,6 +74,7 @@ Status AttachServer::Start() {
     workers = std::clamp(2 * cores, 8, 64);
   }
   pool_ = std::make_unique<asio::thread_pool>(workers);
+  max_lingering_ = options_.linger > Clock::duration::zero() ? std::max(1, workers / 2) : 0;
   for (size_t i = 0; i < listeners_.size(); ++i) {
     listen_waiters_.push_back(
         std::make_unique<asio::posix::stream_descriptor>(io_, listeners_[i].get()));
@@ -206,11 +207,7 @@ asio::awaitable<bool> AttachServer::ReadFrame(Conn& conn) {
   for (;;) {
     auto done = conn.reader.ReadAvailable(fd, limits);
     if (!done.ok()) {
-      if (done.status().message() == "connection closed by peer") {
-        spdlog::debug("local connection from {} closed", conn.peer);
-      } else {
-        spdlog::warn("closing local connection from {}: {}", conn.peer, done.status().ToString());
-      }
+      LogReadEnd(conn, done.status());
       co_return false;
     }
     if (*done) {
@@ -234,15 +231,18 @@ asio::awaitable<void> AttachServer::Serve(std::shared_ptr<Conn> conn) {
     bool keep;
     if (frame.header.method == rpc::HELLO || conn->refuse) {
       keep = Answer(*conn, frame);  // small and never blocks on the store
+      conn->reader.Reset();
     } else {
+      // Only an attached connection's worker lingers: before that, frames have the pending limits
+      // and deadlines, which the I/O thread applies.
+      const bool linger = !conn->pending && max_lingering_ > 0;
       conn->busy = true;
       co_await asio::post(*pool_, asio::use_awaitable);
-      keep = Answer(*conn, frame);
+      keep = AnswerOnWorker(*conn, linger);
       co_await asio::post(io_, asio::use_awaitable);
       conn->busy = false;
       Rearm(*conn);  // a deadline that came while it was busy was not applied
     }
-    conn->reader.Reset();
     if (conn->local.session != nullptr) Attached(*conn);
     if (!keep || conn->expired || stopping_.load()) break;
   }
@@ -259,6 +259,37 @@ asio::awaitable<void> AttachServer::Serve(std::shared_ptr<Conn> conn) {
   service_->Disconnected(conn->local);  // before the close: a session may still shut it down
   conn->local.handle->Close();
   open_count_.fetch_sub(1);
+}
+
+void AttachServer::LogReadEnd(const Conn& conn, const Status& why) {
+  if (why.message() == "connection closed by peer") {
+    spdlog::debug("local connection from {} closed", conn.peer);
+  } else {
+    spdlog::warn("closing local connection from {}: {}", conn.peer, why.ToString());
+  }
+}
+
+bool AttachServer::AnswerOnWorker(Conn& conn, bool linger) {
+  const int fd = conn.local.handle->fd();
+  for (;;) {
+    if (!Answer(conn, conn.reader.frame())) return false;
+    conn.reader.Reset();
+    if (!linger || stopping_.load()) return true;
+    if (lingering_.fetch_add(1) >= max_lingering_) {
+      lingering_.fetch_sub(1);
+      return true;  // keep workers free for other connections' requests
+    }
+    // Stop() shuts the connection down, which ends this wait at once.
+    const bool readable = rpc::WaitReadable(fd, options_.linger);
+    lingering_.fetch_sub(1);
+    if (!readable || stopping_.load()) return true;
+    auto done = conn.reader.ReadAvailable(fd, rpc::UnixFrameLimits());
+    if (!done.ok()) {
+      LogReadEnd(conn, done.status());
+      return false;
+    }
+    if (!*done) return true;  // the I/O thread reads the rest, under the frame deadline
+  }
 }
 
 bool AttachServer::Answer(Conn& conn, rpc::UnixFrame& frame) {
