@@ -194,6 +194,9 @@ class Client {
   //    node is unreachable; the client re-attaches (re-registering its buffers) as soon as the
   //    node is back. HealthCheck: 2 while the node (or its master) is unreachable.
   //  - SegmentName() is the node's segment.
+  //  - A batch costs one request to the node and, there, one control round trip to the master
+  //    per phase, as in embedded mode; the node checks each slice against the memory this
+  //    client registered (INVALID_PARAMS otherwise) and moves the bytes itself.
   // Errors: INVALID_PARAMS (bad address, zero timeouts), RPC_FAIL / RPC_TIMEOUT (no node
   // listening: the message names the socket), NO_AVAILABLE_HANDLE (staging buffer).
   static Result<std::unique_ptr<Client>> SetupStandalone(const StandaloneOptions& options);

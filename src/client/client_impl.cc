@@ -64,7 +64,8 @@ namespace {
 
 // Threads that move a batch's parts beside the caller's: one core fewer than the machine has
 // (the caller's thread is the other), at most 3 (beyond that a batch's parts are too small).
-int TransferWorkers() {
+int TransferWorkers(int configured) {
+  if (configured > 0) return configured;
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   return std::clamp(cores - 1, 1, 3);
 }
@@ -76,7 +77,7 @@ ClientImpl::ClientImpl(const ClientOptions& options, HostingOptions hosting)
       hosting_(std::move(hosting)),
       client_id_(RandomId()),
       data_pool_("client " + client_id_),
-      transfer_workers_(TransferWorkers()) {}
+      transfer_workers_(TransferWorkers(hosting_.transfer_threads)) {}
 
 ClientImpl::~ClientImpl() { (void)Close(); }
 
@@ -231,6 +232,21 @@ std::vector<Result<uint64_t>> ClientImpl::GetMulti(const std::vector<std::string
   auto dests = ToBuffers(buffers_, keys, ptrs, sizes, errors);
   return GetBatch(
       keys, errors, [&dests](size_t i, uint64_t) { return dests[i]; }, limit, verify_checksum);
+}
+
+std::vector<Status> ClientImpl::PutVouched(const std::vector<std::string>& keys,
+                                           const std::vector<Buffers>& sources,
+                                           const ReplicateConfig& config, bool upsert,
+                                           Deadline limit) {
+  return PutBatch(keys, sources, config, upsert, limit);
+}
+
+std::vector<Result<uint64_t>> ClientImpl::GetVouched(const std::vector<std::string>& keys,
+                                                     const std::vector<Buffers>& dests,
+                                                     Deadline limit, bool verify_checksum) {
+  return GetBatch(
+      keys, std::vector<Status>(keys.size()),
+      [&dests](size_t i, uint64_t) { return dests[i]; }, limit, verify_checksum);
 }
 
 std::vector<Result<uint64_t>> ClientImpl::GetWithDest(const std::vector<std::string>& keys,

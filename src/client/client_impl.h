@@ -35,6 +35,8 @@ struct HostingOptions {
   std::string bind_host = "0.0.0.0";  // the data server's listen address
   bool prefault = false;              // fault the segment in at start
   int io_threads = 2;                 // data server threads
+  // Threads that move one batch's bytes besides the caller's (0: one per core but one, 1 to 3).
+  int transfer_threads = 0;
   // true: Init fails when the master is unreachable (a client's set-up). false (a node): Init
   // succeeds and the heartbeat mounts the segment once the master answers.
   bool require_master = true;
@@ -55,19 +57,17 @@ class ClientImpl : public Client {
   Status Init();
 
   // ---- Entry points for the node's attach service (not part of the public Client) ----
-  // Like BatchPutFromMultiBuffers (upsert: like BatchUpsertFrom, with several buffers per
-  // object), with every wait also bounded by `limit`.
-  std::vector<Status> PutMulti(const std::vector<std::string>& keys,
-                               const std::vector<std::vector<const void*>>& ptrs,
-                               const std::vector<std::vector<size_t>>& sizes,
-                               const ReplicateConfig& config, bool upsert, Deadline limit);
-  // Like BatchGetIntoMultiBuffers, with every wait also bounded by `limit`.
-  // `verify_checksum` checks each object's bytes as ClientOptions::verify_checksum does (either
-  // one turns the check on).
-  std::vector<Result<uint64_t>> GetMulti(const std::vector<std::string>& keys,
-                                         const std::vector<std::vector<void*>>& ptrs,
-                                         const std::vector<std::vector<size_t>>& sizes,
-                                         Deadline limit, bool verify_checksum = false);
+  // Puts and gets of memory the caller has already checked and keeps mapped until the
+  // call returns (the attach service's regions of a session): no registry check, so a node
+  // need not register its sessions' regions with its own store.
+  // Per-key results and errors as BatchPutFromMultiBuffers / BatchGetIntoMultiBuffers; every
+  // wait is also bounded by `limit`.
+  std::vector<Status> PutVouched(const std::vector<std::string>& keys,
+                                 const std::vector<Buffers>& sources, const ReplicateConfig& config,
+                                 bool upsert, Deadline limit);
+  std::vector<Result<uint64_t>> GetVouched(const std::vector<std::string>& keys,
+                                           const std::vector<Buffers>& dests, Deadline limit,
+                                           bool verify_checksum = false);
   // A get whose destinations are chosen once sizes are known (`dest_for`, called on this
   // thread, at most once per key); the memory need not be registered: the caller vouches for it.
   std::vector<Result<uint64_t>> GetWithDest(const std::vector<std::string>& keys,
@@ -129,6 +129,20 @@ class ClientImpl : public Client {
   std::string SegmentName() const override { return host_ ? host_->name() : std::string(); }
 
  private:
+  // The batch calls of the public Client, their buffers checked against the registry.
+  // Like BatchPutFromMultiBuffers (upsert: like BatchUpsertFrom, with several buffers per
+  // object), with every wait also bounded by `limit`.
+  std::vector<Status> PutMulti(const std::vector<std::string>& keys,
+                               const std::vector<std::vector<const void*>>& ptrs,
+                               const std::vector<std::vector<size_t>>& sizes,
+                               const ReplicateConfig& config, bool upsert, Deadline limit);
+  // Like BatchGetIntoMultiBuffers, with every wait also bounded by `limit`.
+  // `verify_checksum` checks each object's bytes as ClientOptions::verify_checksum does (either
+  // one turns the check on).
+  std::vector<Result<uint64_t>> GetMulti(const std::vector<std::string>& keys,
+                                         const std::vector<std::vector<void*>>& ptrs,
+                                         const std::vector<std::vector<size_t>>& sizes,
+                                         Deadline limit, bool verify_checksum = false);
   // put_path.cc
   std::vector<Status> PutBatch(const std::vector<std::string>& keys,
                                const std::vector<Buffers>& sources, const ReplicateConfig& config,

@@ -1,7 +1,8 @@
 // Attach service: the batch and metadata calls of attached clients. Slices are checked against
-// the session's mapped regions and turned into the node's own addresses of the client's pages;
-// the store then moves the bytes (memcpy for the node's segment, TCP for peers'). Large batches
-// are split over the task pool so several cores copy at once.
+// the session's mapped regions (the one range check on the standalone path) and turned into the
+// node's own addresses of the client's pages; the store then moves the bytes (memcpy for the
+// node's segment, TCP for peers') in one pass: one master round trip per phase for the whole
+// batch, its transfer plan splitting large batches over several cores.
 #include <fmt/format.h>
 
 #include <map>
@@ -13,8 +14,6 @@
 namespace kvpool::node {
 namespace {
 
-// A batch split into parts of at least this many bytes, one per core at most.
-constexpr uint64_t kMinPartBytes = 8ull << 20;
 constexpr uint64_t kPackAlign = 64;
 
 // The node must answer by the client's deadline (same host: one monotonic clock).
@@ -28,8 +27,7 @@ Deadline LimitOf(uint64_t deadline_ns) {
 // Objects of a request that passed translation, as the store's batch arguments.
 struct Translated {
   std::vector<std::string> keys;
-  std::vector<std::vector<void*>> ptrs;
-  std::vector<std::vector<size_t>> sizes;
+  std::vector<client::Buffers> buffers;  // the node's addresses of each object's slices
   std::vector<size_t> index;    // request index of each object
   std::vector<uint64_t> bytes;  // each object's total length
   std::vector<bool> staging;    // through a staging region (copying path)
@@ -60,8 +58,7 @@ Translated Translate(const Session& session,
   errors.assign(objects.size(), Status::Ok());
   for (int i = 0; i < objects.size(); ++i) {
     const rpc::LocalObject& obj = objects[i];
-    std::vector<void*> ptrs;
-    std::vector<size_t> sizes;
+    client::Buffers buffers;
     uint64_t bytes = 0;
     bool staging = false;
     for (const rpc::Slice& s : obj.slices()) {
@@ -72,45 +69,18 @@ Translated Translate(const Session& session,
         errors[i] = st;
         break;
       }
-      ptrs.push_back(region->base() + s.offset());
-      sizes.push_back(s.length());
+      buffers.push_back({region->base() + s.offset(), s.length()});
       bytes += s.length();
       staging = staging || region->staging();
     }
     if (!errors[i].ok()) continue;
     t.keys.push_back(obj.key());
-    t.ptrs.push_back(std::move(ptrs));
-    t.sizes.push_back(std::move(sizes));
+    t.buffers.push_back(std::move(buffers));
     t.index.push_back(static_cast<size_t>(i));
     t.bytes.push_back(bytes);
     t.staging.push_back(staging);
   }
   return t;
-}
-
-// Splits objects [0, n) into contiguous parts of similar byte counts.
-std::vector<std::pair<size_t, size_t>> Parts(const std::vector<uint64_t>& bytes, int workers) {
-  uint64_t total = 0;
-  for (uint64_t b : bytes) total += b;
-  size_t parts = std::min<uint64_t>({static_cast<uint64_t>(workers) + 1, bytes.size(),
-                                     std::max<uint64_t>(1, total / kMinPartBytes)});
-  std::vector<std::pair<size_t, size_t>> out;
-  size_t begin = 0;
-  uint64_t acc = 0;
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    acc += bytes[i];
-    if (out.size() + 1 < parts && acc * parts >= total * (out.size() + 1)) {
-      out.emplace_back(begin, i + 1);
-      begin = i + 1;
-    }
-  }
-  if (begin < bytes.size()) out.emplace_back(begin, bytes.size());
-  return out;
-}
-
-template <typename T>
-std::vector<T> Range(const std::vector<T>& v, std::pair<size_t, size_t> r) {
-  return std::vector<T>(v.begin() + r.first, v.begin() + r.second);
 }
 
 void SetCode(const Status& st, google::protobuf::RepeatedField<int32_t>* codes,
@@ -161,16 +131,8 @@ LocalReply AttachService::Put(Session& session, const rpc::LocalPut& req) {
   const ReplicateConfig config = client::FromProto(req.config());
   std::vector<Status> status;
   Translated t = Translate(session, req.objects(), status);
-  std::vector<Status> results(t.keys.size());
-  std::vector<std::vector<const void*>> sources;
-  sources.reserve(t.ptrs.size());
-  for (const auto& v : t.ptrs) sources.emplace_back(v.begin(), v.end());
-  auto parts = Parts(t.bytes, pool_.threads());
-  pool_.ParallelFor(parts.size(), [&](size_t p) {
-    auto r = store_->PutMulti(Range(t.keys, parts[p]), Range(sources, parts[p]),
-                              Range(t.sizes, parts[p]), config, req.upsert(), limit);
-    std::move(r.begin(), r.end(), results.begin() + parts[p].first);
-  });
+  const std::vector<Status> results =
+      store_->PutVouched(t.keys, t.buffers, config, req.upsert(), limit);
   rpc::CodesReply reply;
   reply.mutable_codes()->Resize(req.objects_size(), 0);
   for (int i = 0; i < req.objects_size(); ++i) reply.add_messages();
@@ -189,13 +151,8 @@ LocalReply AttachService::Get(Session& session, const rpc::LocalGet& req) {
   const Deadline limit = LimitOf(req.deadline_ns());
   std::vector<Status> status;
   Translated t = Translate(session, req.objects(), status);
-  std::vector<Result<uint64_t>> results(t.keys.size(), Status(ErrorCode::INTERNAL_ERROR, ""));
-  auto parts = Parts(t.bytes, pool_.threads());
-  pool_.ParallelFor(parts.size(), [&](size_t p) {
-    auto r = store_->GetMulti(Range(t.keys, parts[p]), Range(t.ptrs, parts[p]),
-                              Range(t.sizes, parts[p]), limit, req.verify_checksum());
-    std::move(r.begin(), r.end(), results.begin() + parts[p].first);
-  });
+  const std::vector<Result<uint64_t>> results =
+      store_->GetVouched(t.keys, t.buffers, limit, req.verify_checksum());
   rpc::LocalGetReply reply;
   const int n = req.objects_size();
   reply.mutable_codes()->Resize(n, 0);

@@ -33,7 +33,7 @@ LocalReply Violation(const std::string& message) {
 }  // namespace
 
 AttachService::AttachService(client::ClientImpl* store, AttachServiceOptions options)
-    : store_(store), options_(options), pool_(options.copy_threads) {}
+    : store_(store), options_(options) {}
 
 AttachService::~AttachService() { DropAll(); }
 
@@ -134,15 +134,12 @@ LocalReply AttachService::RegisterRegion(LocalConnection& conn, const rpc::Regis
                  region.status().ToString());
     return LocalReply::Error(region.status());
   }
-  Status st = store_->RegisterBuffer((*region)->base(), (*region)->size());
-  if (!st.ok()) return LocalReply::Error(st);
   std::shared_ptr<MappedRegion> replaced;
+  // A replaced region is unmapped once the operations in flight that hold it finish.
   if (!conn.session->AddRegion(req.region_id(), *region, &replaced)) {
-    ReleaseRegion(*region);
     return LocalReply::Error(
         Status(ErrorCode::CLIENT_NOT_FOUND, "the node dropped this session; attach again"));
   }
-  if (replaced != nullptr) ReleaseRegion(replaced);
   spdlog::debug("session={} mapped region={} size={}{}", conn.session->info().id, req.region_id(),
                 FormatSize(req.size()), req.staging() ? " (staging)" : "");
   return LocalReply::Of(rpc::Empty());
@@ -155,14 +152,7 @@ LocalReply AttachService::UnregisterRegion(LocalConnection& conn,
     return LocalReply::Error(Status(ErrorCode::INVALID_PARAMS,
                                     fmt::format("region={} is not registered", req.region_id())));
   }
-  ReleaseRegion(region);
-  return LocalReply::Of(rpc::Empty());
-}
-
-void AttachService::ReleaseRegion(const std::shared_ptr<MappedRegion>& region) {
-  // Operations in flight hold their own reference: the pages stay mapped until they finish,
-  // but from now on no new operation passes the store's registry check.
-  (void)store_->UnregisterBuffer(region->base());
+  return LocalReply::Of(rpc::Empty());  // unmapped once operations in flight release it
 }
 
 void AttachService::Disconnected(LocalConnection& conn) {
@@ -179,10 +169,7 @@ void AttachService::Disconnected(LocalConnection& conn) {
 void AttachService::DropSession(const std::shared_ptr<Session>& session, const char* why) {
   auto regions = session->Drop();
   uint64_t bytes = 0;
-  for (const auto& r : regions) {
-    bytes += r->size();
-    ReleaseRegion(r);
-  }
+  for (const auto& r : regions) bytes += r->size();
   ++counters_.sessions_dropped;
   spdlog::info("dropped local client pid={} session={} ({}): released {} regions, {}",
                session->info().pid, session->info().id, why, regions.size(), FormatSize(bytes));

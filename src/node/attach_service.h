@@ -15,7 +15,6 @@
 #include <string>
 
 #include "client/client_impl.h"
-#include "common/task_pool.h"
 #include "node/attach_session.h"
 #include "rpc/kvpool.pb.h"
 #include "rpc/unix_socket.h"
@@ -30,7 +29,6 @@ bool ParseAttachMeta(const std::string& meta, Msg* msg) {
 
 struct AttachServiceOptions {
   Clock::duration client_ttl = std::chrono::seconds(10);  // silence before a session is dropped
-  int copy_threads = 0;  // workers that split large batches (0: none, the caller's thread only)
 };
 
 struct AttachCounters {
@@ -84,7 +82,6 @@ class AttachService {
   LocalReply RegisterRegion(LocalConnection& conn, const rpc::RegisterRegion& req, int fd);
   LocalReply UnregisterRegion(LocalConnection& conn, const rpc::UnregisterRegion& req);
   void DropSession(const std::shared_ptr<Session>& session, const char* why);
-  void ReleaseRegion(const std::shared_ptr<MappedRegion>& region);
 
   // attach_data.cc
   LocalReply Dispatch(LocalConnection& conn, uint16_t method, const std::string& meta);
@@ -96,7 +93,6 @@ class AttachService {
   client::ClientImpl* const store_;
   const AttachServiceOptions options_;
   SessionTable sessions_;
-  kvpool::TaskPool pool_;
   AttachCounters counters_;
 };
 

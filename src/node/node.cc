@@ -30,6 +30,10 @@ Result<std::unique_ptr<Node>> Node::Start(const NodeOptions& options) {
   ho.bind_host = options.bind_address;
   ho.prefault = options.prefault;
   ho.io_threads = options.io_threads;
+  // An attached engine's large batch is copied by this many threads at once (the caller's too).
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  ho.transfer_threads =
+      (options.local_copy_threads > 0 ? options.local_copy_threads : std::min(8, cores)) - 1;
   ho.require_master = false;  // start order does not matter: the heartbeat mounts later
   node->store_ = std::make_unique<client::ClientImpl>(co, ho);
   KVPOOL_RETURN_IF_ERROR(node->store_->Init());
@@ -37,10 +41,6 @@ Result<std::unique_ptr<Node>> Node::Start(const NodeOptions& options) {
 
   AttachServiceOptions so;
   so.client_ttl = Millis(options.local_client_ttl_ms);
-  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  int copy_threads =
-      options.local_copy_threads > 0 ? options.local_copy_threads : std::min(8, cores);
-  so.copy_threads = copy_threads - 1;  // the connection's own thread is one of them
   node->attach_service_ = std::make_unique<AttachService>(node->store_.get(), so);
   AttachServerOptions ao;
   node->local_socket_ = LocalSocketName(node->store_->SegmentPort());
