@@ -116,6 +116,7 @@ Status ClientImpl::Init() {
     ho.memory.huge_pages = options_.use_hugepage;
     ho.memory.prefault = hosting_.prefault || options_.prefault_segment;
     ho.io_threads = hosting_.io_threads;
+    ho.protected_mode = hosting_.protected_mode;
     ho.security = security->server;
     auto host = node::SegmentHost::Start(ho);
     if (!host.ok()) return host.status();
@@ -245,8 +246,8 @@ std::vector<Result<uint64_t>> ClientImpl::GetVouched(const std::vector<std::stri
                                                      const std::vector<Buffers>& dests,
                                                      Deadline limit, bool verify_checksum) {
   return GetBatch(
-      keys, std::vector<Status>(keys.size()),
-      [&dests](size_t i, uint64_t) { return dests[i]; }, limit, verify_checksum);
+      keys, std::vector<Status>(keys.size()), [&dests](size_t i, uint64_t) { return dests[i]; },
+      limit, verify_checksum);
 }
 
 std::vector<Result<uint64_t>> ClientImpl::GetWithDest(const std::vector<std::string>& keys,

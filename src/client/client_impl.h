@@ -35,6 +35,9 @@ struct HostingOptions {
   std::string bind_host = "0.0.0.0";  // the data server's listen address
   bool prefault = false;              // fault the segment in at start
   int io_threads = 2;                 // data server threads
+  // Without a secret, the data port refuses peers from other hosts (a node unless --insecure;
+  // rpc::ServerOptions::protected_mode).
+  bool protected_mode = false;
   // Threads that move one batch's bytes besides the caller's (0: one per core but one, 1 to 3).
   int transfer_threads = 0;
   // true: Init fails when the master is unreachable (a client's set-up). false (a node): Init

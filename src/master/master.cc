@@ -29,6 +29,8 @@ rpc::ServerOptions ServerOptionsOf(const MasterOptions& o) {
   s.port = static_cast<uint16_t>(o.rpc_port);
   s.threads = o.rpc_threads;
   s.security = o.security;
+  s.protected_mode = !o.security.insecure;
+  s.insecure_hint = "start the master with --insecure";
   return s;
 }
 

@@ -28,9 +28,9 @@ Deadline LimitOf(uint64_t deadline_ns) {
 struct Translated {
   std::vector<std::string> keys;
   std::vector<client::Buffers> buffers;  // the node's addresses of each object's slices
-  std::vector<size_t> index;    // request index of each object
-  std::vector<uint64_t> bytes;  // each object's total length
-  std::vector<bool> staging;    // through a staging region (copying path)
+  std::vector<size_t> index;             // request index of each object
+  std::vector<uint64_t> bytes;           // each object's total length
+  std::vector<bool> staging;             // through a staging region (copying path)
   std::map<uint64_t, std::shared_ptr<MappedRegion>> hold;  // keeps regions mapped meanwhile
 };
 

@@ -30,6 +30,7 @@ Result<std::unique_ptr<Node>> Node::Start(const NodeOptions& options) {
   ho.bind_host = options.bind_address;
   ho.prefault = options.prefault;
   ho.io_threads = options.io_threads;
+  ho.protected_mode = !options.security.insecure;
   // An attached engine's large batch is copied by this many threads at once (the caller's too).
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ho.transfer_threads =

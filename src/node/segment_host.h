@@ -25,6 +25,7 @@ struct SegmentHostOptions {
   transfer::SegmentMemoryOptions memory;
   int io_threads = 2;
   rpc::SecurityOptions security;  // secret and TLS of the data port (docs/security.md)
+  bool protected_mode = false;    // rpc::ServerOptions::protected_mode of the data port
 };
 
 class SegmentHost {

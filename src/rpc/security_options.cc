@@ -50,6 +50,9 @@ void AddSecurityFlags(CLI::App& app, SecurityOptions& o, bool server) {
     app.add_option("--tls_verify_client", o.tls_verify_client,
                    "require a client certificate signed by --tls_ca (true/false)")
         ->capture_default_str();
+    app.add_flag("--insecure", o.insecure,
+                 "without a secret, serve peers from other hosts too (protected mode off; "
+                 "docs/security.md)");
   }
 }
 

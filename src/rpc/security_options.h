@@ -36,14 +36,17 @@ struct SecurityOptions {
   // Servers only: require and verify a client certificate (mutual TLS). Flag
   // --tls_verify_client (true/false). Default false.
   bool tls_verify_client = false;
+  // Servers only: accept unauthenticated peers from other hosts when no secret is set (protected
+  // mode off; rpc/server.h). Flag --insecure. Default false.
+  bool insecure = false;
 
   bool tls_server() const { return !tls_cert.empty(); }
   bool tls_client() const { return !tls_ca.empty(); }
 };
 
-// Registers --auth_secret_file, --tls_cert, --tls_key, --tls_ca (and --tls_verify_client when
-// `server`) on `app`, writing into `o`, plus an --auth_secret that is always refused with a
-// message pointing at the file and the environment variable.
+// Registers --auth_secret_file, --tls_cert, --tls_key, --tls_ca (and --tls_verify_client and
+// --insecure when `server`) on `app`, writing into `o`, plus an --auth_secret that is always
+// refused with a message pointing at the file and the environment variable.
 void AddSecurityFlags(CLI::App& app, SecurityOptions& o, bool server);
 
 // Fills o.auth_secret: from o.auth_secret_file when set, else from $KVPOOL_AUTH_SECRET when

@@ -28,6 +28,21 @@ constexpr size_t kMetaChunkBytes = 64 * 1024;
 // freed after a larger frame.
 constexpr size_t kKeptMetaBytes = 1 << 20;
 
+asio::ip::address Unmapped(const asio::ip::address& a) {
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) {
+    return asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+  }
+  return a;
+}
+
+bool SocketFromThisHost(const asio::ip::tcp::socket& s) {
+  asio::error_code ec1, ec2;
+  auto peer = s.remote_endpoint(ec1);
+  auto local = s.local_endpoint(ec2);
+  if (ec1 || ec2) return false;
+  return FromThisHost(peer.address(), local.address());
+}
+
 std::string PeerName(const asio::ip::tcp::socket& s) {
   asio::error_code ec;
   auto ep = s.remote_endpoint(ec);
@@ -225,6 +240,11 @@ Reply Reply::Error(const Status& st) {
   return r;
 }
 
+bool FromThisHost(const asio::ip::address& peer, const asio::ip::address& local) {
+  const asio::ip::address p = Unmapped(peer);
+  return p.is_loopback() || p == Unmapped(local);
+}
+
 Server::Server(ServerOptions options, Service* service)
     : options_(std::move(options)), service_(service), acceptor_(io_) {}
 
@@ -277,7 +297,13 @@ Status Server::Start() {
                                                    options_.host, options_.port, ec.message()));
   }
   bound_port_ = acceptor_.local_endpoint().port();
-  if (options_.security.auth_secret.empty() && !addr.is_loopback()) {
+  if (options_.security.auth_secret.empty() && !addr.is_loopback() && options_.protected_mode) {
+    spdlog::warn(
+        "{}: listening on {}:{} in PROTECTED MODE: no secret is set, so only peers on this host "
+        "are served. Set the same secret on every process (--auth_secret_file FILE or ${}), or "
+        "{} to serve unauthenticated peers from other hosts (docs/security.md).",
+        options_.name, options_.host, bound_port_, kAuthSecretEnv, options_.insecure_hint);
+  } else if (options_.security.auth_secret.empty() && !addr.is_loopback()) {
     spdlog::warn(
         "{}: listening on {}:{} WITHOUT AUTHENTICATION: anyone who can reach this port can read "
         "and overwrite the pool. Set --auth_secret_file FILE or ${} (docs/security.md).",
@@ -371,6 +397,7 @@ asio::awaitable<void> Server::AcceptLoop() {
 asio::awaitable<void> Server::Accepted(asio::ip::tcp::socket socket) {
   ConnectionContext context;
   context.peer = PeerName(socket);
+  context.from_this_host = SocketFromThisHost(socket);
   const asio::any_io_executor ex = socket.get_executor();
   std::shared_ptr<Slot> slot = Admit(ex);
   if (slot == nullptr) {
@@ -483,6 +510,17 @@ asio::awaitable<bool> Server::Greet(ServerStream& stream, const FrameHeader& h,
     co_return false;
   }
   context.peer_name = hello.peer_name();
+  if (options_.protected_mode && options_.security.auth_secret.empty() && !context.from_this_host) {
+    const std::string msg = fmt::format(
+        "{} is in protected mode: it has no shared secret, so it serves only peers on its own "
+        "host, and this connection comes from {}. Set the same secret on every process "
+        "(--auth_secret_file FILE or ${}), or {} (docs/security.md)",
+        options_.name, peer, kAuthSecretEnv, options_.insecure_hint);
+    spdlog::warn("{}: refusing connection from {} ({}): protected mode (no secret set)",
+                 options_.name, peer, hello.peer_name());
+    co_await SendReply(stream, h, Reply::Error(Status(ErrorCode::ILLEGAL_CLIENT, msg)));
+    co_return false;
+  }
   spdlog::debug("{}: connection from {} ({}) tenant={}", options_.name, peer, hello.peer_name(),
                 hello.tenant_id());
   if (Status st = ValidateTenantId(hello.tenant_id()); !st.ok()) {

@@ -11,6 +11,11 @@
 // certificate (security.tls_cert) every connection is TLS; with security.tls_verify_client the
 // client must present a certificate signed by security.tls_ca.
 //
+// Protected mode (ServerOptions::protected_mode, as Redis's): with no secret set, a peer on
+// another host (its address neither loopback nor the address it connected to, which is what a
+// connection from this host to one of its own addresses has) gets an ILLEGAL_CLIENT answer to
+// its HELLO that says how to set a secret or to turn protected mode off, and is closed.
+//
 // Faults it contains: a malformed, truncated, oversized or out-of-order frame, or a frame that
 // does not arrive whole within `frame_timeout`, closes that one connection with a log line; the
 // server keeps serving every other connection.
@@ -80,6 +85,7 @@ struct ConnectionContext {
   std::string tenant_id;         // the tenant the connection is bound to; "" is the default tenant
   bool tls = false;              // the connection is TLS
   std::string tls_peer_subject;  // the client certificate's subject (mutual TLS), else ""
+  bool from_this_host = true;    // FromThisHost of the socket's two ends
 };
 
 // A request's raw payload, still in the socket. Valid only while Service::Handle runs.
@@ -153,7 +159,18 @@ struct ServerOptions {
   size_t max_connections = 16384;  // open connections in all (further ones are closed)
   // Secret (empty: no authentication) and TLS files; see the file comment.
   SecurityOptions security;
+  // Without a secret, refuse peers from other hosts (see the file comment). Daemons (master,
+  // node) turn it on unless --insecure; an embedded client's data server leaves it off.
+  bool protected_mode = false;
+  // How the refusal tells the peer to turn protected mode off, e.g. "start the master with
+  // --insecure".
+  std::string insecure_hint = "pass --insecure";
 };
+
+// True when a connection with these ends comes from this host: the peer is on loopback, or it
+// connected from the very address it connected to (the kernel picks that source for a
+// connection to one of the host's own addresses). IPv4-mapped IPv6 addresses count as IPv4.
+bool FromThisHost(const asio::ip::address& peer, const asio::ip::address& local);
 
 class Server {
  public:

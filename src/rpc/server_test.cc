@@ -2,7 +2,9 @@
 // hostile or broken peer can cause (each must close only that connection).
 #include "rpc/server.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -395,6 +397,104 @@ TEST(ServerLimitsTest, ConnectionsPastTheCapAreClosedAtOnce) {
   }
   auto c = Connection::Connect(ep, "t", DeadlineAfter(std::chrono::seconds(2)));
   EXPECT_TRUE(c.ok()) << c.status().ToString();
+}
+
+}  // namespace
+}  // namespace kvpool::rpc
+
+namespace kvpool::rpc {
+namespace {
+
+// A non-loopback IPv4 address of this host ("" when it has none).
+std::string NonLoopbackAddress() {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return "";
+  std::string out;
+  for (ifaddrs* i = list; i != nullptr && out.empty(); i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+    char text[INET_ADDRSTRLEN];
+    auto* in = reinterpret_cast<sockaddr_in*>(i->ifa_addr);
+    if ((ntohl(in->sin_addr.s_addr) >> 24) == 127) continue;
+    if (::inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text)) != nullptr) out = text;
+  }
+  ::freeifaddrs(list);
+  return out;
+}
+
+// Sends HELLO to 127.0.0.1:`port` from `source` (a connection the server sees as coming from
+// another host: its two ends differ and neither is loopback); returns the reply's status and
+// message.
+std::pair<int32_t, std::string> HelloFrom(const std::string& source, uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  ::inet_pton(AF_INET, source.c_str(), &from.sin_addr);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(port);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  std::pair<int32_t, std::string> out{-1, "no reply"};
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)) == 0 &&
+      ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) == 0 &&
+      WriteAll(fd, FrameBytes(HELLO, HelloMeta()))) {
+    uint8_t rb[kFrameHeaderBytes];
+    if (::recv(fd, rb, sizeof(rb), MSG_WAITALL) == static_cast<ssize_t>(sizeof(rb))) {
+      auto h = DecodeFrameHeader(rb, FrameLimits());
+      std::string meta(h.ok() ? h->meta_len : 0, '\0');
+      if (h.ok() && (meta.empty() || ::recv(fd, meta.data(), meta.size(), MSG_WAITALL) ==
+                                         static_cast<ssize_t>(meta.size()))) {
+        ErrorInfo info;
+        out = {h->status, h->status != 0 && info.ParseFromString(meta) ? info.message() : ""};
+      }
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+TEST(ProtectedModeTest, PeersOnThisHostAreToldApartFromOthers) {
+  auto a = [](const char* s) { return asio::ip::make_address(s); };
+  EXPECT_TRUE(FromThisHost(a("127.0.0.1"), a("127.0.0.1")));
+  EXPECT_TRUE(FromThisHost(a("127.0.0.9"), a("10.1.2.3")));  // all of 127/8 is loopback
+  EXPECT_TRUE(FromThisHost(a("::1"), a("::1")));
+  EXPECT_TRUE(FromThisHost(a("::ffff:127.0.0.1"), a("::ffff:127.0.0.1")));
+  EXPECT_TRUE(FromThisHost(a("10.1.2.3"), a("10.1.2.3")));  // to one of its own addresses
+  EXPECT_TRUE(FromThisHost(a("::ffff:10.1.2.3"), a("10.1.2.3")));
+  EXPECT_FALSE(FromThisHost(a("10.1.2.4"), a("10.1.2.3")));
+  EXPECT_FALSE(FromThisHost(a("10.1.2.4"), a("127.0.0.1")));
+  EXPECT_FALSE(FromThisHost(a("fd00::7"), a("fd00::2")));
+}
+
+// A server with no secret in protected mode serves loopback peers and refuses a peer from
+// "another host" (this host's non-loopback address dialling 127.0.0.1) with a reply that says
+// how to fix it; with protected mode off (--insecure) the same peer is served.
+TEST(ProtectedModeTest, PeersFromOtherHostsGetARefusalThatSaysWhatToDo) {
+  const std::string other = NonLoopbackAddress();
+  if (other.empty()) GTEST_SKIP() << "this host has no non-loopback IPv4 address to dial from";
+  EchoService service;
+  for (bool protect : {true, false}) {
+    ServerOptions o;
+    o.host = "0.0.0.0";
+    o.protected_mode = protect;
+    o.insecure_hint = "start the master with --insecure";
+    Server server(o, &service);
+    ASSERT_TRUE(server.Start().ok());
+    auto local = Connection::Connect(Endpoint{"127.0.0.1", server.port()}, "local",
+                                     DeadlineAfter(std::chrono::seconds(5)));
+    EXPECT_TRUE(local.ok()) << local.status().ToString();
+    auto [status, message] = HelloFrom(other, server.port());
+    if (!protect) {
+      EXPECT_EQ(status, 0) << message;
+      continue;
+    }
+    EXPECT_EQ(status, static_cast<int32_t>(ErrorCode::ILLEGAL_CLIENT));
+    EXPECT_NE(message.find("protected mode"), std::string::npos) << message;
+    EXPECT_NE(message.find("--auth_secret_file"), std::string::npos) << message;
+    EXPECT_NE(message.find("start the master with --insecure"), std::string::npos) << message;
+    EXPECT_NE(message.find(other), std::string::npos) << message;
+  }
 }
 
 }  // namespace

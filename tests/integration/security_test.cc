@@ -146,13 +146,21 @@ TEST_F(SecurityTest, SecretPoolServesClientsWithTheSecretAndRefusesOthers) {
   EXPECT_NE(r.output.find("--auth_secret_file"), std::string::npos) << r.output;
 }
 
-TEST_F(SecurityTest, MasterWithoutSecretOnPublicAddressWarns) {
+// Without a secret, a master listening beyond loopback is in protected mode (it says so and how
+// to leave it); with --insecure it serves everyone and warns that it does.
+TEST_F(SecurityTest, MasterWithoutSecretOnPublicAddressIsProtectedOrWarns) {
   Process master(kBinary,
                  {"master", "--rpc_host", "0.0.0.0", "--rpc_port", std::to_string(FreePort()),
                   "--metrics_port", "0"},
                  "master");
-  EXPECT_TRUE(master.WaitForLog("WITHOUT AUTHENTICATION", std::chrono::seconds(10)))
+  EXPECT_TRUE(master.WaitForLog("PROTECTED MODE", std::chrono::seconds(10))) << master.Log();
+  EXPECT_TRUE(master.WaitForLog("start the master with --insecure", std::chrono::seconds(1)))
       << master.Log();
+  Process open(kBinary,
+               {"master", "--rpc_host", "0.0.0.0", "--rpc_port", std::to_string(FreePort()),
+                "--metrics_port", "0", "--insecure"},
+               "master");
+  EXPECT_TRUE(open.WaitForLog("WITHOUT AUTHENTICATION", std::chrono::seconds(10))) << open.Log();
 }
 
 TEST_F(SecurityTest, TlsPoolRoundTripsAndMutualTlsNeedsClientCertificate) {
