@@ -353,3 +353,50 @@ def test_standalone_side_pool_in_plain_memory(pool, backends):
     mamba.zero_pages(page_indices(8, 2, 1))
     assert b.batch_get_v2(transfers(model, keys, 8)) == {PoolName.MAMBA: [True, True]}
     assert mamba.page_bytes(page_indices(8, 2, 1)) == mamba.page_bytes(page_indices(0, 2, 1))
+
+
+@pytest.mark.skipif(not kvpool.HAS_STANDALONE, reason="no standalone mode")
+def test_standalone_side_pool_in_plain_memory_falls_back_to_embedded(pool, backends):
+    """standalone_allocator_mismatch=embedded for a side pool: the backend rejoins the pool in
+    embedded mode and registers the anchor and every side pool again."""
+    alloc = KVPoolHostTensorAllocator()
+    indexer = FakePackedPool(alloc)
+    mamba = FakeMambaPool(PlainHostTensorAllocator())
+    model = Model(FakeMHAPool(alloc), {PoolName.INDEXER: (indexer, ALL),
+                                       PoolName.MAMBA: (mamba, TRAILING)}, False, None)
+    b = make_backend(pool, "standalone", model, standalone_allocator_mismatch="embedded")
+    backends.append(b)
+    assert b.mode == "embedded"
+    keys = page_keys("fallback", 2)
+    write_pages(b, model, keys)
+    written = side_bytes(model, 0, 2)
+    for side, _ in model.sides.values():
+        side.zero_pages(page_indices(4, 2, side.page_size))
+    assert b.batch_get_v2(transfers(model, keys, 4)) == {n: [True] * 2 for n in model.sides}
+    assert side_bytes(model, 4, 2) == written
+
+
+def test_duck_typed_transfers_and_a_kv_transfer(pool, uid, backends):
+    """Transfers from another SGLang version (any object with the fields; pool names and hit
+    policies as plain strings) work, results keyed by the name given; a KV transfer in v2 reads
+    the MLA anchor's pages that batch_set_v1 wrote (the same `__k` object)."""
+    from types import SimpleNamespace
+
+    model = dsa_model(PlainHostTensorAllocator())
+    b = make_backend(pool, "embedded", model, register_kv=False)
+    backends.append(b)
+    keys = page_keys(uid, 3)
+    write_pages(b, model, keys)
+    b.register_mem_host_pool_v2(model.anchor, "kv")
+    model.anchor.zero_pages(page_indices(6, 3, 16))
+    kv = SimpleNamespace(name="kv", keys=keys, host_indices=page_indices(6, 3, 16),
+                         hit_policy="all_pages")
+    indexer = SimpleNamespace(name="indexer", keys=keys, host_indices=page_indices(6, 3, 16),
+                              hit_policy="all_pages")
+    assert b.batch_get_v2([kv, indexer]) == {"kv": [True] * 3, "indexer": [True] * 3}
+    assert (model.anchor.page_bytes(page_indices(6, 3, 16))
+            == model.anchor.page_bytes(page_indices(0, 3, 16)))
+    r = b.batch_exists_v2(keys, [indexer])
+    assert (r.kv_hit_pages, r.extra_pool_hit_pages) == (3, {PoolName.KV: 3, "indexer": 3})
+    with pytest.raises(ValueError, match="hit policy"):
+        b.batch_exists_v2(keys, [SimpleNamespace(name="indexer", keys=keys, hit_policy="most")])
