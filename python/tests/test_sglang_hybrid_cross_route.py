@@ -14,20 +14,28 @@ import pytest
 
 import kvpool
 from conftest import COMPAT_DIR
-from fake_pool import (FakeMambaPool, FakeMHAPool, FakeMLAPool, FakePackedPool, page_indices)
+from fake_pool import FakeMambaPool, FakeMHAPool, page_indices
 from kvpool.sglang.pool import merged_ranges, pool_buffers
 from kvpool.sglang.v2_types import PoolName, PoolTransfer
-from test_sglang_hybrid import (ALL, MODES, PREFIX, TRAILING, Model, allocator, make_backend,
+import test_sglang_hybrid as hybrid
+from test_sglang_hybrid import (MODES, PREFIX, TRAILING, Model, allocator, make_backend,
                                 page_keys, transfers, write_pages)
 
 sys.path.insert(0, str(COMPAT_DIR))
 from mooncake.store import MooncakeDistributedStore, ReplicateConfig  # noqa: E402
 
-# The stock backend's suffixes per pool, for tp_rank 0, pp_size 1 (mha "0", mla "").
+# The stock backend's suffixes per pool, for tp_rank 0, pp_size 1 (mha "0", mla ""), by model.
+V4_POOLS = ("deepseek_v4_c4", "deepseek_v4_c4_indexer", "deepseek_v4_c4_indexer_scale",
+            "deepseek_v4_c128", "deepseek_v4_c4_state", "deepseek_v4_c4_indexer_state",
+            "deepseek_v4_c128_state", "swa", "draft_swa")
 STOCK_SUFFIXES = {
-    "kv_mha": ["_0_k", "_0_v"], "kv_mla": ["__k"],
-    "mamba": ["_0_temporal", "_0_conv_0", "_0_conv_1"], "swa": ["_0_swa_k", "_0_swa_v"],
-    "indexer": ["__indexer"], "draft": ["__draft_k"], "draft_indexer": ["__draft_indexer"]}
+    "mamba_swa": {"kv": ["_0_k", "_0_v"], "mamba": ["_0_temporal", "_0_conv_0", "_0_conv_1"],
+                  "swa": ["_0_swa_k", "_0_swa_v"]},
+    "dsa": {"kv": ["__k"], "indexer": ["__indexer"], "draft": ["__draft_k"],
+            "draft_indexer": ["__draft_indexer"]},
+    "deepseek_v4": {n: [f"__{n}"] for n in V4_POOLS},
+    "mha_draft": {"kv": ["_0_k", "_0_v"], "draft": ["_0_draft_k", "_0_draft_v"],
+                  "draft_swa": ["_0_draft_swa_k", "_0_draft_swa_v"]}}
 
 
 def hybrid_model(alloc):
@@ -36,22 +44,16 @@ def hybrid_model(alloc):
                  False, None)
 
 
-def dsa_model(alloc):
-    return Model(FakeMLAPool(alloc), {
-        PoolName.INDEXER: (FakePackedPool(alloc), ALL),
-        PoolName.DRAFT: (FakeMLAPool(alloc, layer_num=1), ALL),
-        PoolName.DRAFT_INDEXER: (FakePackedPool(alloc, layer_num=1), ALL)}, True, None)
-
-
-MODELS = {"mamba_swa": hybrid_model, "dsa": dsa_model}
+MODELS = {"mamba_swa": hybrid_model, "dsa": hybrid.dsa_model,
+          "deepseek_v4": hybrid.deepseek_v4_model, "mha_draft": hybrid.mha_draft_model}
 
 
 class StockRoute:
     """The stock Mooncake backend's v1 + v2 page I/O on `mooncake.store`, with its own host
     pools (`model`)."""
 
-    def __init__(self, pool, mode, model):
-        self.model = model
+    def __init__(self, pool, mode, model, suffixes):
+        self.model, self.suffixes = model, suffixes
         self.store = MooncakeDistributedStore()
         if mode == "standalone":
             rc = self.store.setup_dummy(64 << 20, 16 << 20, pool.node_address(0))
@@ -59,12 +61,12 @@ class StockRoute:
             rc = self.store.setup("127.0.0.1", "P2PHANDSHAKE", 0, 16 << 20, "tcp", "",
                                   pool.master_address, None)
         assert rc == 0, kvpool.last_error()
-        for host in [model.anchor] + [p for p, _ in model.sides.values()]:
+        for host in hosts_of(model):
             for address, size in merged_ranges(pool_buffers(host)):
                 assert self.store.register_buffer(address, size) == 0, kvpool.last_error()
 
     def _objects(self, name, host, keys, first_page):
-        suffixes = STOCK_SUFFIXES[name]
+        suffixes = self.suffixes[name]
         ptrs, sizes = host.get_page_buffer_meta(page_indices(first_page, len(keys),
                                                              host.page_size))
         obj_keys = [f"{PREFIX}_{h}{s}" for h in keys for s in suffixes]
@@ -76,8 +78,8 @@ class StockRoute:
         return obj_keys, ptrs, sizes, groups
 
     def pools(self):
-        kv = "kv_mla" if self.model.is_mla else "kv_mha"
-        return [(kv, self.model.anchor)] + [(str(n), p) for n, (p, _) in self.model.sides.items()]
+        anchor = [] if self.model.anchor.kv_buffer is None else [("kv", self.model.anchor)]
+        return anchor + [(str(n), p) for n, (p, _) in self.model.sides.items()]
 
     def write(self, keys, first_page):
         for name, host in self.pools():
@@ -102,8 +104,13 @@ class StockRoute:
         self.store.close()
 
 
+def hosts_of(model):
+    anchor = [] if model.anchor.kv_buffer is None else [model.anchor]
+    return anchor + [p for p, _ in model.sides.values()]
+
+
 def page_contents(model, first_page, n):
-    hosts = [model.anchor] + [p for p, _ in model.sides.values()]
+    hosts = hosts_of(model)
     return [h.page_bytes(page_indices(first_page, n, h.page_size)) for h in hosts]
 
 
@@ -123,7 +130,7 @@ def test_route_a_pages_read_by_stock_route(pool, uid, closing, mode, kind):
     closing.append(a)
     keys = page_keys(uid, 4)
     write_pages(a, a_model, keys)
-    b = StockRoute(pool, mode, b_model)
+    b = StockRoute(pool, mode, b_model, STOCK_SUFFIXES[kind])
     closing.append(b)
     b.read(keys, 2)
     assert page_contents(b_model, 2, 4) == page_contents(a_model, 0, 4)
@@ -133,9 +140,9 @@ def test_route_a_pages_read_by_stock_route(pool, uid, closing, mode, kind):
 @pytest.mark.parametrize("kind", sorted(MODELS))
 def test_stock_route_pages_read_by_route_a(pool, uid, closing, mode, kind):
     a_model, b_model = MODELS[kind](allocator(mode)), MODELS[kind](allocator(mode))
-    b = StockRoute(pool, mode, b_model)
+    b = StockRoute(pool, mode, b_model, STOCK_SUFFIXES[kind])
     closing.append(b)
-    for i, host in enumerate([b_model.anchor] + [p for p, _ in b_model.sides.values()]):
+    for i, host in enumerate(hosts_of(b_model)):
         host.fill_pages(page_indices(0, 4, host.page_size), 40 + i)
     keys = page_keys(uid, 4)
     b.write(keys, 0)
