@@ -295,6 +295,7 @@ def test_bad_inputs_fail_without_writing(pool, store, uid, backends, mode):
         b.batch_exists_v2(keys, [stray])
     with pytest.raises(ValueError, match="unknown hybrid pool"):
         b.register_mem_host_pool_v2(mamba, "nonsense")
+    b.register_mem_host_pool_v2(mamba, PoolName.MAMBA)  # again: no change, no error
     # Keys and indices of different lengths; a multi-token pool's page off its boundary.
     short = PoolTransfer(name=PoolName.MAMBA, keys=keys, host_indices=page_indices(0, 1, 1))
     assert b.batch_set_v2([short]) == {PoolName.MAMBA: [False, False]}

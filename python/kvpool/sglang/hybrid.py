@@ -77,10 +77,14 @@ class HybridPoolsMixin:
     # ---- registration -------------------------------------------------------------------
     def register_mem_host_pool_v2(self, host_pool: Any, host_pool_name: Any) -> None:
         """Registers a hybrid model's pool under its PoolName. The KV anchor is the pool of
-        register_mem_pool_host (registered here when that was not called). Raises ValueError
-        for a pool name this backend cannot store, RuntimeError when its memory cannot be
-        registered (standalone mode: see standalone_allocator_mismatch)."""
+        register_mem_pool_host (registered here when that was not called). Registering the same
+        pool again changes nothing; another pool under a registered name replaces it. Raises
+        ValueError for a pool name this backend cannot store, RuntimeError when its memory
+        cannot be registered (standalone mode: see standalone_allocator_mismatch)."""
         name = pool_name(host_pool_name)
+        known = self._v2_pools.get(name)
+        if known is not None and known.pool is host_pool:
+            return  # registered already (a second call changes nothing)
         if not hasattr(self, "registered_pools"):
             self.registered_pools = {}
         if name == "kv" and self.mem_pool_host is None:
