@@ -108,7 +108,8 @@ class HybridPoolsMixin:
         if self.mode == "standalone":
             known, ok = poolmod.allocator_is_kvpool(side.pool)
             if known and not ok:
-                self._on_mismatch(side.pool, found, f"(the {side.name} pool)")
+                self._on_mismatch(side.pool, found, f"This is the {side.name} pool "
+                                  f"(register_mem_host_pool_v2).")
                 return
         rc, message = self._register_ranges(side.ranges)
         if rc == ErrorCode.UNAVAILABLE_IN_CURRENT_MODE and self.mode == "standalone":
