@@ -240,25 +240,37 @@ class FakeMambaPool(_PoolBase):
 
 class FakePackedPool(_PoolBase):
     """A page-packed side pool: SGLang's DSA indexer pool (DSAIndexerPoolHost) and DeepSeek
-    V4's paged side pools: (pages, layers, 1, page_stride) bytes, one object per page;
-    get_page_buffer_meta gives base + (index // page_size) * page_bytes."""
+    V4's paged side pools (DeepSeekV4PagedHostPool), one object per page. page_first:
+    (pages, layers, 1, page_stride) bytes, get_page_buffer_meta gives base + (index //
+    page_size) * page_bytes; layer_first (DeepSeek V4): one (pages, page_stride) buffer per
+    layer, get_page_buffer_meta gives each layer's row of the page (the object joins them)."""
 
-    def __init__(self, allocator, size=256, page_size=16, layer_num=3, bytes_per_token=8):
+    def __init__(self, allocator, size=256, page_size=16, layer_num=3, bytes_per_token=8,
+                 layout="page_first"):
         self.allocator = allocator
-        self.size, self.page_size, self.layout = size, page_size, "page_first"
+        self.size, self.page_size, self.layout = size, page_size, layout
         self.layer_num = layer_num
         self.page_stride = page_size * bytes_per_token
-        self.buffer = allocator.allocate((size // page_size, layer_num, 1, self.page_stride),
-                                         _uint8(), "cpu")
+        pages = size // page_size
+        if layout == "layer_first":
+            self.kv_buffer = [allocator.allocate((pages, self.page_stride), _uint8(), "cpu")
+                              for _ in range(layer_num)]
+        else:
+            self.kv_buffer = allocator.allocate((pages, layer_num, 1, self.page_stride),
+                                                _uint8(), "cpu")
 
     def get_hybrid_pool_buffer(self):
-        return [self.buffer]
+        return self.kv_buffer if isinstance(self.kv_buffer, list) else [self.kv_buffer]
 
     def get_page_buffer_meta(self, indices):
         indices = self._index_list(indices)
+        starts = [indices[i] // self.page_size for i in range(0, len(indices), self.page_size)]
+        if self.layout == "layer_first":
+            ptrs = [_ptr(layer) + page * self.page_stride for page in starts
+                    for layer in self.kv_buffer]
+            return ptrs, [self.page_stride] * len(ptrs)
         page_bytes = self.layer_num * self.page_stride
-        ptrs = [_ptr(self.buffer) + (indices[i] // self.page_size) * page_bytes
-                for i in range(0, len(indices), self.page_size)]
+        ptrs = [_ptr(self.kv_buffer) + page * page_bytes for page in starts]
         return ptrs, [page_bytes] * len(ptrs)
 
 

@@ -75,10 +75,12 @@ V4_ALL = ("deepseek_v4_c4", "deepseek_v4_c4_indexer", "deepseek_v4_c4_indexer_sc
 V4_STATE = ("deepseek_v4_c4_state", "deepseek_v4_c4_indexer_state", "deepseek_v4_c128_state")
 
 
-def deepseek_v4_model(alloc):
+def deepseek_v4_model(alloc, layout="page_first"):
     """DeepSeek V4: a logical KV anchor; compressed KV / indexer pools, compression states,
-    an MLA-style SWA pool and the draft's SWA pool."""
-    sides = {PoolName(n): (FakePackedPool(alloc, bytes_per_token=4), ALL) for n in V4_ALL}
+    an MLA-style SWA pool and the draft's SWA pool. layout applies to the compressed pools
+    (layer_first: several buffers per object, beside single-buffer objects of the others)."""
+    sides = {PoolName(n): (FakePackedPool(alloc, bytes_per_token=4, layout=layout), ALL)
+             for n in V4_ALL}
     sides.update({PoolName(n): (FakePackedPool(alloc, layer_num=1), TRAILING) for n in V4_STATE})
     sides[PoolName.SWA] = (FakePackedPool(alloc, layer_num=2), TRAILING)
     sides[PoolName.DRAFT_SWA] = (FakePackedPool(alloc, layer_num=1), TRAILING)
@@ -99,6 +101,7 @@ def mha_draft_model(alloc):
 MODELS = {"mamba": mamba_model, "mamba_conv_only": lambda a: mamba_model(a, conv_only=True),
           "mamba_conv_only_old_meta": lambda a: mamba_model(a, True, True),
           "swa_mha": swa_mha_model, "dsa": dsa_model, "deepseek_v4": deepseek_v4_model,
+          "deepseek_v4_layer_first": lambda a: deepseek_v4_model(a, "layer_first"),
           "mha_draft": mha_draft_model}
 
 

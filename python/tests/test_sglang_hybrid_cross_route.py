@@ -33,7 +33,7 @@ STOCK_SUFFIXES = {
                   "swa": ["_0_swa_k", "_0_swa_v"]},
     "dsa": {"kv": ["__k"], "indexer": ["__indexer"], "draft": ["__draft_k"],
             "draft_indexer": ["__draft_indexer"]},
-    "deepseek_v4": {n: [f"__{n}"] for n in V4_POOLS},
+    "deepseek_v4_layer_first": {n: [f"__{n}"] for n in V4_POOLS},
     "mha_draft": {"kv": ["_0_k", "_0_v"], "draft": ["_0_draft_k", "_0_draft_v"],
                   "draft_swa": ["_0_draft_swa_k", "_0_draft_swa_v"]}}
 
@@ -45,7 +45,8 @@ def hybrid_model(alloc):
 
 
 MODELS = {"mamba_swa": hybrid_model, "dsa": hybrid.dsa_model,
-          "deepseek_v4": hybrid.deepseek_v4_model, "mha_draft": hybrid.mha_draft_model}
+          "deepseek_v4_layer_first": lambda a: hybrid.deepseek_v4_model(a, "layer_first"),
+          "mha_draft": hybrid.mha_draft_model}
 
 
 class StockRoute:
