@@ -34,7 +34,7 @@ from kvpool.config import KVPoolStoreConfig
 from kvpool.sglang import pool as poolmod
 from kvpool.sglang.base import HiCacheStorageBase, StorageMetrics
 from kvpool.sglang.hybrid import HybridPoolsMixin
-from kvpool.sglang.hybrid_keys import group_id
+from kvpool.sglang.hybrid_keys import group_config, group_id
 from kvpool.sglang.keys import KeyScheme
 
 logger = logging.getLogger("kvpool.sglang")
@@ -334,8 +334,7 @@ class KVPoolHiCacheStorage(HybridPoolsMixin, HiCacheStorageBase):
         config = None
         if self._side_pools_registered():  # the page's KV objects join its side objects' group
             per = self.keys.objects_per_page
-            config = ReplicateConfig(group_ids=[group_id(self.keys.tag(k)) for k in keys
-                                                for _ in range(per)])
+            config = group_config([group_id(self.keys.tag(k)) for k in keys for _ in range(per)])
         start = time.perf_counter()
         results = self._put_objects(obj_keys, ptrs, sizes, multi, config)
         self._record(self._backup_pgs, self._backup_bw, len(keys), start)

@@ -20,9 +20,9 @@ import bisect
 import logging
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from kvpool import ErrorCode, ReplicateConfig, error_name, last_error
+from kvpool import ErrorCode, error_name, last_error
 from kvpool.sglang import pool as poolmod
-from kvpool.sglang.hybrid_keys import component_suffixes, group_id
+from kvpool.sglang.hybrid_keys import component_suffixes, group_config, group_id
 from kvpool.sglang.v2_types import PoolName, hit_policy, make_result, pool_name
 
 logger = logging.getLogger("kvpool.sglang")
@@ -217,8 +217,7 @@ class HybridPoolsMixin:
         keys, ptrs, sizes, groups, multi, offsets = self._gather(plans)
         results: List[int] = []
         if keys:
-            results = self._put_objects(keys, ptrs, sizes, multi,
-                                        ReplicateConfig(group_ids=groups))
+            results = self._put_objects(keys, ptrs, sizes, multi, group_config(groups))
             self._log_failures("batch_set_v2", keys, results, [r == 0 for r in results])
         return self._page_results(plans, offsets, [r == 0 for r in results])
 

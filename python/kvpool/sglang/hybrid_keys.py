@@ -23,8 +23,9 @@ master keeps a page's objects alive and evicts them together.
 
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any, List, Sequence
 
+from kvpool import ReplicateConfig
 from kvpool.sglang.keys import KeyScheme
 
 PAGE_PACKED_POOLS = frozenset({
@@ -36,6 +37,14 @@ KNOWN_POOLS = PAGE_PACKED_POOLS | {"kv", "mamba", "swa", "draft", "draft_swa"}
 
 def group_id(tagged_page_key: str) -> str:
     return f"sglang-hicache:{tagged_page_key}"
+
+
+def group_config(group_ids: Sequence[str]) -> Any:
+    """A ReplicateConfig with one group id per key (fields set after construction, the one
+    form Mooncake's ReplicateConfig accepts too)."""
+    config = ReplicateConfig()
+    config.group_ids = list(group_ids)
+    return config
 
 
 def _class_names(pool: Any) -> set:
