@@ -404,3 +404,38 @@ def test_duck_typed_transfers_and_a_kv_transfer(pool, uid, backends):
     assert (r.kv_hit_pages, r.extra_pool_hit_pages) == (3, {PoolName.KV: 3, "indexer": 3})
     with pytest.raises(ValueError, match="hit policy"):
         b.batch_exists_v2(keys, [SimpleNamespace(name="indexer", keys=keys, hit_policy="most")])
+
+
+def test_a_full_pool_evicts_whole_pages(uid):
+    """Pages written through both calls (side pools by batch_set_v2, KV by batch_set_v1) into
+    a pool too small for them: eviction takes a page's objects together (one group per page),
+    so every page is either whole or gone, never a Mamba state without its KV or the reverse."""
+    from conftest import Pool
+
+    p = Pool()
+    try:
+        p.add_node("16MB")
+        model = mamba_model(PlainHostTensorAllocator())
+        b = make_backend(p, "embedded", model)
+        try:
+            batches = 24  # 24 x 128 pages of ~8.6 KiB: about twice the pool
+            for i in range(batches):
+                keys = page_keys(f"{uid}-{i}", 128)
+                mamba = model.sides[PoolName.MAMBA][0]  # slots reused: bytes do not matter
+                t = PoolTransfer(name=PoolName.MAMBA, keys=keys, hit_policy=TRAILING,
+                                 host_indices=page_indices(0, 128, 1) % mamba.size)
+                b.batch_set_v2([t])
+                b.batch_set_v1(keys, page_indices(0, 128, 16) % model.anchor.size)
+            whole = gone = 0
+            for i in range(batches):
+                for h in page_keys(f"{uid}-{i}", 128):
+                    objects = [o for objs in model.keys_of_page(h).values() for o in objs]
+                    found = b.store.batch_is_exist(objects)
+                    assert found in ([1] * len(objects), [0] * len(objects)), (h, found)
+                    whole += found[0] == 1
+                    gone += found[0] == 0
+            assert whole > 0 and gone > 0, (whole, gone)
+        finally:
+            b.close()
+    finally:
+        p.stop()
