@@ -406,7 +406,8 @@ def test_duck_typed_transfers_and_a_kv_transfer(pool, uid, backends):
         b.batch_exists_v2(keys, [SimpleNamespace(name="indexer", keys=keys, hit_policy="most")])
 
 
-def test_a_full_pool_evicts_whole_pages(uid):
+@pytest.mark.parametrize("mode", MODES)
+def test_a_full_pool_evicts_whole_pages(uid, mode):
     """Pages written through both calls (side pools by batch_set_v2, KV by batch_set_v1) into
     a pool too small for them: eviction takes a page's objects together (one group per page),
     so every page is either whole or gone, never a Mamba state without its KV or the reverse."""
@@ -415,8 +416,8 @@ def test_a_full_pool_evicts_whole_pages(uid):
     p = Pool()
     try:
         p.add_node("16MB")
-        model = mamba_model(PlainHostTensorAllocator())
-        b = make_backend(p, "embedded", model)
+        model = mamba_model(allocator(mode))
+        b = make_backend(p, mode, model)
         try:
             batches = 24  # 24 x 128 pages of ~8.6 KiB: about twice the pool
             for i in range(batches):
