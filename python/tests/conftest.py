@@ -112,13 +112,15 @@ def master_has_flag(flag: str) -> bool:
 class Pool:
     """A master and its nodes. node_address(i) is what setup_dummy takes."""
 
-    def __init__(self, master_flags=()):
+    def __init__(self, master_flags=(), metrics_port=0):
+        """metrics_port: the master's HTTP port (0: a free one, not told)."""
         self.nodes: list = []
         self.node_ports: list = []
         self.master_port = free_port()
+        self.metrics_port = metrics_port
         flags = ["--rpc_port", str(self.master_port), "--rpc_host", "127.0.0.1"]
         if master_has_flag("--metrics_port"):  # several masters at once: no fixed HTTP port
-            flags += ["--metrics_port", "0"]
+            flags += ["--metrics_port", str(metrics_port)]
         self.master = Proc(["master", *flags, *master_flags], "master")
         if not wait_for_port(self.master_port):
             out = self.master.output()

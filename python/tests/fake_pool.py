@@ -168,3 +168,150 @@ def page_indices(first_page: int, pages: int, page_size: int):
     if torch is not None and not os.environ.get("KVPOOL_TEST_NUMPY_INDICES"):
         return torch.tensor(values, dtype=torch.int64)
     return np.array(values, dtype=np.int64)
+
+
+# ---- hybrid models' side pools (SGLang's v2 interface) ----------------------------------------
+
+def _uint8():
+    return torch.uint8 if torch is not None else np.uint8
+
+
+def _state_dtype():
+    return torch.bfloat16 if torch is not None else np.float16
+
+
+def _empty(dims, dtype):
+    """A zero-element tensor of plain memory (SGLang's recipe for a conv-only Mamba model's
+    temporal state, which an mmap-backed allocator cannot map)."""
+    if torch is not None and isinstance(dtype, torch.dtype):
+        return torch.empty(dims, dtype=dtype)
+    return np.empty(dims, dtype=dtype)
+
+
+def _numel(dims) -> int:
+    return int(np.prod(dims)) if dims else 1
+
+
+class FakeMambaPool(_PoolBase):
+    """SGLang's MambaPoolHost (page_first): one slot per page (page_size 1); per slot a
+    temporal state (size, layers, 1, *temporal_shape) and conv states (size, layers, 1,
+    *conv_shape); get_page_buffer_meta gives temporal first (left out when it has no
+    elements), then conv_0..conv_n. report_empty_temporal: also report the zero-size temporal
+    buffer (what an older pool might do)."""
+
+    def __init__(self, allocator, size=32, layers=2, temporal_shape=(4, 8),
+                 conv_shapes=((3, 8), (3, 4)), report_empty_temporal=False):
+        self.allocator = allocator
+        self.size, self.page_size, self.layout = size, 1, "page_first"
+        self.num_mamba_layers = layers
+        self.temporal_dtype = self.conv_dtype = _state_dtype()
+        self.itemsize = _itemsize(self.temporal_dtype)
+        self.temporal_state_elem_size = _numel(temporal_shape)
+        self.conv_state_elem_sizes = [_numel(s) for s in conv_shapes]
+        self.report_empty_temporal = report_empty_temporal
+        dims = (size, layers, 1) + tuple(temporal_shape)
+        if self.temporal_state_elem_size == 0:
+            self.temporal_buffer = _empty(dims, self.temporal_dtype)
+        else:
+            self.temporal_buffer = allocator.allocate(dims, self.temporal_dtype, "cpu")
+        self.conv_buffer = [allocator.allocate((size, layers, 1) + tuple(s), self.conv_dtype,
+                                               "cpu") for s in conv_shapes]
+        self.kv_buffer = [b for b in (self.temporal_buffer, *self.conv_buffer)
+                          if _numel(b.shape) > 0]
+
+    def get_hybrid_pool_buffer(self):
+        return [self.temporal_buffer, *self.conv_buffer]
+
+    def get_page_buffer_meta(self, indices):
+        indices = self._index_list(indices)
+        layers, item = self.num_mamba_layers, self.itemsize
+        t_size = layers * item * self.temporal_state_elem_size
+        c_sizes = [layers * item * e for e in self.conv_state_elem_sizes]
+        ptrs, sizes = [], []
+        for i in indices:
+            if t_size > 0 or self.report_empty_temporal:
+                ptrs.append(_ptr(self.temporal_buffer) + i * t_size)
+                sizes.append(t_size)
+            for buf, c in zip(self.conv_buffer, c_sizes):
+                ptrs.append(_ptr(buf) + i * c)
+                sizes.append(c)
+        return ptrs, sizes
+
+
+class FakePackedPool(_PoolBase):
+    """A page-packed side pool: SGLang's DSA indexer pool (DSAIndexerPoolHost) and DeepSeek
+    V4's paged side pools (DeepSeekV4PagedHostPool), one object per page. page_first:
+    (pages, layers, 1, page_stride) bytes, get_page_buffer_meta gives base + (index //
+    page_size) * page_bytes; layer_first (DeepSeek V4): one (pages, page_stride) buffer per
+    layer, get_page_buffer_meta gives each layer's row of the page (the object joins them)."""
+
+    def __init__(self, allocator, size=256, page_size=16, layer_num=3, bytes_per_token=8,
+                 layout="page_first"):
+        self.allocator = allocator
+        self.size, self.page_size, self.layout = size, page_size, layout
+        self.layer_num = layer_num
+        self.page_stride = page_size * bytes_per_token
+        pages = size // page_size
+        if layout == "layer_first":
+            self.kv_buffer = [allocator.allocate((pages, self.page_stride), _uint8(), "cpu")
+                              for _ in range(layer_num)]
+        else:
+            self.kv_buffer = allocator.allocate((pages, layer_num, 1, self.page_stride),
+                                                _uint8(), "cpu")
+
+    def get_hybrid_pool_buffer(self):
+        return self.kv_buffer if isinstance(self.kv_buffer, list) else [self.kv_buffer]
+
+    def get_page_buffer_meta(self, indices):
+        indices = self._index_list(indices)
+        starts = [indices[i] // self.page_size for i in range(0, len(indices), self.page_size)]
+        if self.layout == "layer_first":
+            ptrs = [_ptr(layer) + page * self.page_stride for page in starts
+                    for layer in self.kv_buffer]
+            return ptrs, [self.page_stride] * len(ptrs)
+        page_bytes = self.layer_num * self.page_stride
+        ptrs = [_ptr(self.kv_buffer) + page * page_bytes for page in starts]
+        return ptrs, [page_bytes] * len(ptrs)
+
+
+class FakeLogicalAnchor(_PoolBase):
+    """DeepSeek V4's KV anchor: it allocates indices only (kv_buffer None); the side pools
+    carry the data."""
+
+    def __init__(self, allocator, size=256, page_size=16):
+        self.allocator = allocator
+        self.size, self.page_size, self.layout = size, page_size, "page_first"
+        self.kv_buffer = None
+
+    def get_hybrid_pool_buffer(self):
+        return []
+
+
+class FakePoolEntry:
+    def __init__(self, name, host_pool):
+        self.name, self.host_pool = name, host_pool
+
+
+class FakeHostPoolGroup:
+    """SGLang's HostPoolGroup: the anchor's attributes plus ``entries`` (anchor and side
+    pools), the object SGLang gives a storage backend for a hybrid model."""
+
+    def __init__(self, anchor, side_pools):
+        self.anchor = anchor
+        self.entries = [FakePoolEntry("kv", anchor)] + [FakePoolEntry(n, p)
+                                                        for n, p in side_pools.items()]
+        self.page_size, self.layout, self.size = anchor.page_size, anchor.layout, anchor.size
+        self.allocator = anchor.allocator
+
+    @property
+    def kv_buffer(self):
+        return self.anchor.kv_buffer
+
+    def get_hybrid_pool_buffer(self):
+        return self.anchor.get_hybrid_pool_buffer()
+
+    def get_page_buffer_meta(self, indices):
+        return self.anchor.get_page_buffer_meta(indices)
+
+    def get_ksize_per_token(self):
+        return self.anchor.get_ksize_per_token()

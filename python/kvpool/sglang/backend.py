@@ -19,6 +19,8 @@ With standalone_storage true and a host pool from any other allocator, the backe
   "copy"     stay standalone and move pages through the node's staging buffer (one extra copy
              per page; a warning says so);
   "embedded" fall back to embedded mode (needs master_server_address; a warning says so).
+Hybrid models' side pools (register_mem_host_pool_v2, batch_*_v2): hybrid.py; the same
+modes and mismatch policy apply to each side pool.
 """
 
 from __future__ import annotations
@@ -27,10 +29,12 @@ import logging
 import time
 from typing import Any, List, Optional, Sequence, Tuple
 
-from kvpool import ErrorCode, KVPoolStore, error_name, last_error
+from kvpool import ErrorCode, KVPoolStore, ReplicateConfig, error_name, last_error
 from kvpool.config import KVPoolStoreConfig
 from kvpool.sglang import pool as poolmod
 from kvpool.sglang.base import HiCacheStorageBase, StorageMetrics
+from kvpool.sglang.hybrid import HybridPoolsMixin
+from kvpool.sglang.hybrid_keys import group_config, group_id
 from kvpool.sglang.keys import KeyScheme
 
 logger = logging.getLogger("kvpool.sglang")
@@ -54,8 +58,9 @@ def _mismatch_message(found: str, node: str, detail: str = "") -> str:
         f"(pages pass through the node's staging buffer, one extra copy each).")
 
 
-class KVPoolHiCacheStorage(HiCacheStorageBase):
-    """SGLang HiCacheStorage on kvpool (see the module docstring)."""
+class KVPoolHiCacheStorage(HybridPoolsMixin, HiCacheStorageBase):
+    """SGLang HiCacheStorage on kvpool (see the module docstring); hybrid models' side pools
+    through SGLang's v2 calls (hybrid.py)."""
 
     def __init__(self, storage_config: Any = None, mem_pool_host: Any = None, **_: Any):
         # SGLang's dynamic backend calls cls(storage_config, kwargs): a dict, not the pool.
@@ -75,6 +80,7 @@ class KVPoolHiCacheStorage(HiCacheStorageBase):
         self.store: Optional[KVPoolStore] = None
         self.mode: Optional[str] = None  # "embedded" | "standalone" | "standalone-copy"
         self.mem_pool_host = None
+        self._v2_pools = {}  # pool name -> hybrid.SidePool, by register_mem_host_pool_v2
         self.gb_per_page = 0.0
         self._prefetch_pgs: List[int] = []
         self._backup_pgs: List[int] = []
@@ -153,7 +159,10 @@ class KVPoolHiCacheStorage(HiCacheStorageBase):
 
     def _register_buffers(self, pool: Any) -> Tuple[int, str]:
         """Registers the pool's memory; (0, "") or (first error code, its message)."""
-        for address, size in poolmod.merged_ranges(poolmod.pool_buffers(pool)):
+        return self._register_ranges(poolmod.merged_ranges(poolmod.pool_buffers(pool)))
+
+    def _register_ranges(self, ranges) -> Tuple[int, str]:
+        for address, size in ranges:
             rc = self.store.register_buffer(address, size)
             if rc != 0:
                 return rc, last_error()
@@ -224,7 +233,11 @@ class KVPoolHiCacheStorage(HiCacheStorageBase):
             raise RuntimeError(message + "\n(standalone_allocator_mismatch=embedded needs "
                                "master_server_address as well; none is configured.)")
         self._connect_embedded()
-        rc, err = self._register_buffers(pool)
+        # Every pool registered so far moves to the embedded store (the anchor, side pools),
+        # each byte range once.
+        pools = [pool, self.mem_pool_host] + [s.pool for s in self._v2_pools.values()]
+        tensors = [t for p in pools if p is not None for t in poolmod.pool_buffers(p)]
+        rc, err = self._register_ranges(poolmod.merged_ranges(tensors))
         if rc != 0:
             raise RuntimeError(f"kvpool: could not register the host KV pool: "
                                f"{error_name(rc)}: {err}")
@@ -269,13 +282,15 @@ class KVPoolHiCacheStorage(HiCacheStorageBase):
             f"kvpool: the host pool gave {len(ptrs)} buffers for {len(keys)} pages "
             f"({n} objects); layout {getattr(pool, 'layout', '?')!r} cannot be moved zero-copy")
 
-    def _put_objects(self, obj_keys, ptrs, sizes, multi) -> List[int]:
+    def _put_objects(self, obj_keys, ptrs, sizes, multi, config=None) -> List[int]:
         store = self._require_ready()
+        config = config if config is not None else ReplicateConfig()
         if self.mode == "standalone-copy":
-            return store.batch_put_from_buffers(obj_keys, self._views(ptrs, sizes, multi))
+            return store.batch_put_from_buffers(obj_keys, self._views(ptrs, sizes, multi),
+                                                config)
         if multi:
-            return store.batch_put_from_multi_buffers(obj_keys, ptrs, sizes)
-        return store.batch_put_from(obj_keys, ptrs, sizes)
+            return store.batch_put_from_multi_buffers(obj_keys, ptrs, sizes, config)
+        return store.batch_put_from(obj_keys, ptrs, sizes, config)
 
     def _get_objects(self, obj_keys, ptrs, sizes, multi) -> List[int]:
         store = self._require_ready()
@@ -313,9 +328,15 @@ class KVPoolHiCacheStorage(HiCacheStorageBase):
             return []
         if self.keys.is_mla and self.tp_rank != 0:
             return [True] * len(keys)  # MLA pages are shared: rank 0 writes them
+        if self._anchor_is_logical():
+            return [True] * len(keys)  # DeepSeek V4: the v2 side pools hold the data
         obj_keys, ptrs, sizes, multi = self._page_meta(keys, host_indices)
+        config = None
+        if self._side_pools_registered():  # the page's KV objects join its side objects' group
+            per = self.keys.objects_per_page
+            config = group_config([group_id(self.keys.tag(k)) for k in keys for _ in range(per)])
         start = time.perf_counter()
-        results = self._put_objects(obj_keys, ptrs, sizes, multi)
+        results = self._put_objects(obj_keys, ptrs, sizes, multi, config)
         self._record(self._backup_pgs, self._backup_bw, len(keys), start)
         ok = [r == 0 for r in results]
         self._log_failures("batch_set_v1", obj_keys, results, ok)
@@ -326,6 +347,8 @@ class KVPoolHiCacheStorage(HiCacheStorageBase):
         """Reads pages zero-copy; a page is True only when every object filled its buffers."""
         if not keys:
             return []
+        if self._anchor_is_logical():
+            return [True] * len(keys)  # DeepSeek V4: the v2 side pools hold the data
         obj_keys, ptrs, sizes, multi = self._page_meta(keys, host_indices)
         expected = [sum(s) for s in sizes] if multi else sizes
         start = time.perf_counter()

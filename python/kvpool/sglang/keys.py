@@ -27,6 +27,7 @@ class KeyScheme:
         self.prefix = "_".join(parts) if parts else None
         self.is_mla = is_mla
         self.tp_rank = tp_rank
+        self.split_heads = split_factor > 0
         if pp_size > 1:
             self.mla_suffix = f"{pp_rank}"
             rank_suffix = lambda r: f"{r}_{pp_rank}"  # noqa: E731

@@ -51,11 +51,17 @@ def merged_ranges(tensors: Sequence[Any]) -> List[Tuple[int, int]]:
 
 
 def required_bytes(pool: Any) -> int:
-    """Bytes of host memory the pool spans (each byte counted once)."""
-    tensors = pool_buffers(pool)
-    kv = getattr(pool, "kv_buffer", None)
-    if kv is not None and tensor_range(kv)[1] > 0:
-        tensors.append(kv)
+    """Bytes of host memory the pool spans (each byte counted once). For SGLang's
+    HostPoolGroup (a hybrid model: ``entries`` of anchor and side pools) every entry's."""
+    pools = [pool] + [getattr(e, "host_pool", None) for e in getattr(pool, "entries", None) or []]
+    tensors = []
+    for p in pools:
+        if p is None:
+            continue
+        tensors += pool_buffers(p)
+        kv = getattr(p, "kv_buffer", None)
+        if kv is not None and not isinstance(kv, (list, tuple)) and tensor_range(kv)[1] > 0:
+            tensors.append(kv)
     return sum(size for _, size in merged_ranges(tensors))
 
 
