@@ -144,6 +144,10 @@ struct ReplicateConfig {
   // length or an empty id: INVALID_PARAMS for the whole batch, nothing written.
   std::vector<std::string> group_ids;
   uint64_t soft_pin_ttl_ms = 0;  // with_soft_pin: the pin lapses this long after the put (0: never)
+  // Upsert of an existing object: the new object keeps the replaced one's soft pin (and its
+  // expiry) instead of taking with_soft_pin (Mooncake's SoftPinAction.PRESERVE). A hard pin
+  // always carries over: an upsert cannot clear it.
+  bool keep_soft_pin_on_upsert = false;
 };
 
 // Totals of the pool as the master sees them.

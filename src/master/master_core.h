@@ -274,10 +274,11 @@ class MasterCore {
                       Lease* lease);
   // Under the key's shard lock: true when `out` is already the answer for this put; false when
   // the key is (now) free to be put.
+  struct Carried;
   bool ResolveExisting(ObjectTable::Shard& shard, Object* obj, const PutContext& ctx,
-                       rpc::PutStartResult* out);
+                       rpc::PutStartResult* out, Carried* carried);
   bool TryPlace(ObjectTable::Shard& shard, const rpc::PutItem& item, const PutContext& ctx,
-                rpc::PutStartResult* out);
+                const Carried& carried, rpc::PutStartResult* out);
   ErrorCode Commit(std::string_view key, uint32_t writer, uint64_t checksum, int64_t now_ns,
                    std::string* msg);
   ErrorCode Revoke(std::string_view key, uint32_t writer, std::string* msg);
