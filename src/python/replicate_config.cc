@@ -67,6 +67,8 @@ Result<ReplicateConfig> PyReplicateConfig::ToCore() const {
       c.with_soft_pin = with_soft_pin;
       break;
   }
+  // PRESERVE without the older with_soft_pin: an upsert keeps the replaced object's soft pin.
+  c.keep_soft_pin_on_upsert = soft_pin_action == SoftPinAction::PRESERVE && !with_soft_pin;
   c.with_hard_pin = with_hard_pin;
   if (!preferred_segment.empty()) c.preferred_segments.push_back(preferred_segment);
   for (const auto& s : preferred_segments) {
