@@ -133,6 +133,10 @@ class MooncakeStoreMethods:
             self.__dict__.pop("_kv_put_sessions", None)
         return super().close()
 
+    def __exit__(self, *exc) -> bool:
+        self.close()  # through close() above: the registered ranges are forgotten too
+        return False
+
     def _lock(self) -> threading.Lock:
         self._regions()
         return self.__dict__["_kv_lock"]

@@ -605,3 +605,13 @@ def test_every_tensor_method_has_mooncakes_parameters():
     for name, params in expected.items():
         sig = inspect.signature(getattr(KVPoolStore, name))
         assert list(sig.parameters)[1:] == params, name
+
+
+def test_context_manager_close_forgets_registered_ranges(pool):
+    buf = np.zeros(4096, dtype=np.uint8)
+    with KVPoolStore() as s:
+        assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 0, "tcp", "", pool.master_address) == 0
+        assert s.register_buffer(buf.ctypes.data, buf.nbytes) == OK
+        assert s._capacity(buf.ctypes.data) == 4096
+    assert s._capacity(buf.ctypes.data) == 0  # a ranged call can no longer write there
+    assert s.health_check() == 1
