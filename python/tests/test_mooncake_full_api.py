@@ -105,11 +105,14 @@ def test_compat_module_exports_mooncake_names(monkeypatch):
                  "BufferHandle", "MooncakeHostMemAllocator", "ParallelAxis", "TensorParallelism",
                  "ReadTarget", "MooncakeDistributedNoFRegister", "bind_to_numa_node",
                  "get_alloc_func_addr", "get_free_func_addr", "_serialize_tensor",
-                 "_tensor_metadata_size", "_deserialize_tensor"):
+                 "_tensor_metadata_size", "_deserialize_tensor", "BufferPool",
+                 "RegisteredBufferPool", "BufferLease"):
         assert hasattr(ms, name), name
     assert ms.KVCACHE == ms.ObjectDataType.KVCACHE and int(ms.KVCACHE) == 1
     assert ms.PROCESSING is ms.TaskStatus.PROCESSING  # exported last, as pybind11 does
     assert ms._tensor_metadata_size() == 304
+    import mooncake
+    assert mooncake.BufferPool is mooncake.RegisteredBufferPool is ms.BufferPool
     assert ms.MooncakeDistributedNoFRegister().real_register(
         "n", 1, "a", "p", 0, 0, "m") == ErrorCode.NOT_SUPPORTED
     import mooncake.async_store as mas
@@ -615,3 +618,24 @@ def test_context_manager_close_forgets_registered_ranges(pool):
         assert s._capacity(buf.ctypes.data) == 4096
     assert s._capacity(buf.ctypes.data) == 0  # a ranged call can no longer write there
     assert s.health_check() == 1
+
+
+def test_buffer_pool_leases_registered_memory(any_store, uid):
+    from kvpool.buffer_pool import BufferPool
+    pool = BufferPool(any_store, max_bytes=1 << 18, min_size_class=1 << 16)
+    with pool.acquire(100) as lease:
+        lease.buffer[:5] = b"lease"
+        assert any_store.put_from(f"{uid}-bp", lease.ptr, 5) == OK
+    assert any_store.get(f"{uid}-bp") == b"lease"
+    with pytest.raises(RuntimeError):
+        lease.ptr  # noqa: B018  (used after release)
+    held = [pool.acquire(1 << 16) for _ in range(4)]
+    with pytest.raises(RuntimeError, match="exhausted"):
+        pool.acquire(1, block=False)
+    held[0].release()
+    assert pool.buffer(1).size == 1  # the released region is reused
+    pool.close()
+    with pytest.raises(RuntimeError):
+        BufferPool(KVPoolStore())
+    with pytest.raises(RuntimeError):
+        BufferPool(any_store, alignment=3)

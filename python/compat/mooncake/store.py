@@ -11,6 +11,14 @@ from kvpool import (  # noqa: F401
     ObjectDataType,
     SoftPinAction,
 )
+from kvpool.buffer_pool import (  # noqa: F401
+    BufferLease,
+    BufferLeaseView,
+    BufferPool,
+    RegisteredBufferLease,
+    RegisteredBufferLeaseView,
+    RegisteredBufferPool,
+)
 from kvpool.mooncake_api import (  # noqa: F401
     _deserialize_tensor,
     _serialize_tensor,
@@ -48,7 +56,8 @@ for _enum_type in (ObjectDataType, ReplicaStatus, TaskType, TaskStatus):
 del _enum_type, _name, _member
 
 __all__ = [
-    "BufferHandle", "Descriptor", "DiskDescriptor", "ErrorCode", "KVPoolError",
+    "BufferHandle", "BufferLease", "BufferLeaseView", "BufferPool", "RegisteredBufferLease",
+    "RegisteredBufferLeaseView", "RegisteredBufferPool", "Descriptor", "DiskDescriptor", "ErrorCode", "KVPoolError",
     "MemoryDescriptor", "MooncakeDistributedNoFRegister", "MooncakeDistributedStore",
     "MooncakeHostMemAllocator", "ObjectDataType", "ParallelAxis", "QueryTaskResponse",
     "ReadTarget", "ReplicaDescriptor", "ReplicaStatus", "ReplicateConfig", "SoftPinAction",
