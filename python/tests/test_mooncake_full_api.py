@@ -639,3 +639,14 @@ def test_buffer_pool_leases_registered_memory(any_store, uid):
         BufferPool(KVPoolStore())
     with pytest.raises(RuntimeError):
         BufferPool(any_store, alignment=3)
+
+
+def test_put_of_a_non_byte_buffer_stores_every_byte(any_store, uid):
+    # Mooncake stores the item count (4 of 16 bytes here); kvpool stores the bytes.
+    a = np.arange(4, dtype=np.float32)
+    assert any_store.put(f"{uid}-f32", a) == OK
+    assert any_store.get(f"{uid}-f32") == a.tobytes()
+    assert any_store.upsert(f"{uid}-f32", a * 2) == OK
+    assert any_store.get(f"{uid}-f32") == (a * 2).tobytes()
+    assert any_store.put_batch([f"{uid}-f32b"], [a]) == OK
+    assert any_store.get_size(f"{uid}-f32b") == 16
