@@ -284,24 +284,20 @@ class Client {
   // tenants' objects are never touched); returns how many.
   virtual Result<uint64_t> RemoveAll(bool force = false) = 0;
 
-  // One page of a scan over this client's tenant's keys (remove_by_regex, list_keys): `pattern`
-  // is an ECMAScript regex searched anywhere in the key ("" matches every key); `cursor` is ""
-  // to start, then the previous page's next_cursor until that comes back "". Each page is one
-  // master request of bounded work (at most `limit` keys examined, 0: 1000). Listing returns
-  // complete objects' keys; with `remove` the matching complete objects are removed instead
-  // (leased ones only with force, pending ones skipped) and `keys` names those removed. A key
-  // put or removed during a scan may or may not be seen. Errors: INVALID_PARAMS (a pattern that
-  // does not compile, limit above 10000, a foreign cursor), RPC_*; NOT_SUPPORTED from a client
-  // that has no scan.
+  // One page of a scan over this client's tenant's keys (remove_by_regex, list_keys): the
+  // complete objects' keys starting with `prefix` ("" every key); `cursor` is "" to start, then
+  // the previous page's next_cursor until that comes back "". Each page is one master request
+  // of bounded work (at most `limit` keys examined, 0: 1000), so a page may hold fewer keys
+  // and still have a next_cursor. A key put or removed during a scan may or may not be seen;
+  // none is returned twice. Errors: INVALID_PARAMS (limit above 10000, a foreign cursor),
+  // RPC_*; NOT_SUPPORTED from a client that has no scan.
   struct KeyScanPage {
     std::vector<std::string> keys;
     std::string next_cursor;
-    uint64_t removed = 0;
-    uint64_t skipped = 0;  // matching objects not removed: pending, or leased without force
   };
-  virtual Result<KeyScanPage> ScanKeys(const std::string& pattern, const std::string& cursor,
-                                       uint32_t limit, bool remove, bool force) {
-    (void)pattern, (void)cursor, (void)limit, (void)remove, (void)force;
+  virtual Result<KeyScanPage> ScanKeys(const std::string& prefix, const std::string& cursor,
+                                       uint32_t limit) {
+    (void)prefix, (void)cursor, (void)limit;
     return Status(ErrorCode::NOT_SUPPORTED, "this client cannot scan keys");
   }
 

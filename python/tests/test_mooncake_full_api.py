@@ -650,3 +650,17 @@ def test_put_of_a_non_byte_buffer_stores_every_byte(any_store, uid):
     assert any_store.get(f"{uid}-f32") == (a * 2).tobytes()
     assert any_store.put_batch([f"{uid}-f32b"], [a]) == OK
     assert any_store.get_size(f"{uid}-f32b") == 16
+
+
+@pytest.mark.parametrize("tail", ["", "a", "ab*c", "ab+c", "ab?", "a{0,1}b", "a|b", "(a|b)c",
+                                  "a.c", "a\\.c", "[ab]c"])
+def test_list_keys_matches_like_a_search(store, uid, tail):
+    import re
+    names = ["a", "ac", "abc", "abbc", "bc", "a.c", "axc", "b", "zab"]
+    keys = [f"{uid}/{n}" for n in names]
+    assert store.put_batch(keys, [b"v"] * len(keys)) == OK
+    pattern = f"^{uid}/{tail}"  # a literal prefix, then the tail (the master narrows by prefix)
+    want = {k for k in keys if re.search(pattern, k)}
+    # "^x/a|b" also matches other tests' keys containing "b": compare within this namespace.
+    got = {k for k in store.list_keys(pattern) if k.startswith(f"{uid}/")}
+    assert got == want, pattern

@@ -184,14 +184,12 @@ class MasterCore {
   rpc::RemoveAllReply RemoveAll(const rpc::RemoveAll& req, TimePoint now,
                                 std::string_view tenant = {});
   rpc::StatReply Stat() const;
-  // One page of a scan over `tenant`'s keys (master_scan.cc; remove_by_regex, list_keys): one
-  // ListObjects page of the tenant's namespace (so the same bounded work per request and the
-  // same short shard-lock holds), filtered by an ECMAScript regex searched in the user key.
-  // With req.remove(), the matching complete objects are removed as RemoveOne does (leased ones
-  // only with force; pending ones are skipped and counted). Errors: INVALID_PARAMS (a pattern
-  // that does not compile, a limit above kMaxListLimit, a cursor this master did not make).
-  Result<rpc::ScanKeysReply> ScanKeys(const rpc::ScanKeys& req, TimePoint now,
-                                      std::string_view tenant);
+  // One page of a scan over `tenant`'s keys starting with req.prefix() (master_scan.cc;
+  // remove_by_regex, list_keys): one ListObjects page of the tenant's namespace (the same
+  // bounded work per request and the same short shard-lock holds), complete objects only, as
+  // user keys. Errors: INVALID_PARAMS (a prefix longer than a key, a limit above
+  // kMaxListLimit, a cursor this master did not make).
+  Result<rpc::ScanKeysReply> ScanKeys(const rpc::ScanKeys& req, std::string_view tenant);
 
   // ---- Admin views (master_admin.cc) ----
   // Most keys one ListObjects page returns.

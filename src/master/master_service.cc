@@ -199,7 +199,7 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
       // The caller's tenant scopes the scan; its keys come back as the caller's user keys.
       return Serve<rpc::ScanKeys>("scan keys", meta, mc, [&](const auto& r) {
         ReleasePiggybacked(c, r, now);
-        return c.ScanKeys(r, now, caller.tenant);
+        return c.ScanKeys(r, caller.tenant);
       });
     default:
       mc.Error(ErrorCode::NOT_SUPPORTED);

@@ -290,14 +290,11 @@ LocalReply AttachService::Query(uint16_t method, const std::string& meta) {
     rpc::ScanKeys req;
     if (!ParseAttachMeta(meta, &req))
       return LocalReply::Error(Status(ErrorCode::INVALID_PARAMS, "unparsable"));
-    auto page =
-        store_->ScanKeys(req.pattern(), req.cursor(), req.limit(), req.remove(), req.force());
+    auto page = store_->ScanKeys(req.prefix(), req.cursor(), req.limit());
     if (!page.ok()) return LocalReply::Error(page.status());
     rpc::ScanKeysReply r;
     for (const std::string& k : page->keys) r.add_keys(k);
     r.set_next_cursor(page->next_cursor);
-    r.set_removed(page->removed);
-    r.set_skipped(page->skipped);
     return LocalReply::Of(r);
   }
   if (method == rpc::LOCAL_REMOVE_ALL) {
