@@ -144,6 +144,10 @@ struct ReplicateConfig {
   // length or an empty id: INVALID_PARAMS for the whole batch, nothing written.
   std::vector<std::string> group_ids;
   uint64_t soft_pin_ttl_ms = 0;  // with_soft_pin: the pin lapses this long after the put (0: never)
+  // Upsert of an existing object: the new object keeps the replaced one's soft pin (and its
+  // expiry) instead of taking with_soft_pin (Mooncake's SoftPinAction.PRESERVE). A hard pin
+  // always carries over: an upsert cannot clear it.
+  bool keep_soft_pin_on_upsert = false;
 };
 
 // Totals of the pool as the master sees them.
@@ -282,6 +286,23 @@ class Client {
   // Removes every complete object of this client's tenant (leased ones only with force; other
   // tenants' objects are never touched); returns how many.
   virtual Result<uint64_t> RemoveAll(bool force = false) = 0;
+
+  // One page of a scan over this client's tenant's keys (remove_by_regex, list_keys): the
+  // complete objects' keys starting with `prefix` ("" every key); `cursor` is "" to start, then
+  // the previous page's next_cursor until that comes back "". Each page is one master request
+  // of bounded work (at most `limit` keys examined, 0: 1000), so a page may hold fewer keys
+  // and still have a next_cursor. A key put or removed during a scan may or may not be seen;
+  // none is returned twice. Errors: INVALID_PARAMS (limit above 10000, a foreign cursor),
+  // RPC_*; NOT_SUPPORTED from a client that has no scan.
+  struct KeyScanPage {
+    std::vector<std::string> keys;
+    std::string next_cursor;
+  };
+  virtual Result<KeyScanPage> ScanKeys(const std::string& prefix, const std::string& cursor,
+                                       uint32_t limit) {
+    (void)prefix, (void)cursor, (void)limit;
+    return Status(ErrorCode::NOT_SUPPORTED, "this client cannot scan keys");
+  }
 
   virtual Result<PoolStat> Stat() = 0;
 

@@ -11,9 +11,8 @@ from kvpool._kvpool import (  # noqa: F401
     BufferHandle,
     HostMemAllocator,
     KVPoolError,
-    KVPoolStore,
-    MooncakeDistributedStore,
     MooncakeHostMemAllocator,
+    ObjectDataType,
     ReplicateConfig,
     SoftPinAction,
     __version__,
@@ -26,6 +25,12 @@ from kvpool._kvpool import (  # noqa: F401
 #: Every error number kvpool returns, by name (numbers match Mooncake Store's).
 ErrorCode = _enum.IntEnum("ErrorCode", error_table())
 
+# The store class: the C++ calls plus the Mooncake methods written in Python (tensors, ranged
+# and session transfers, replica descriptors; kvpool/mooncake_api.py).
+from kvpool.mooncake_api import KVPoolStore  # noqa: E402
+
+MooncakeDistributedStore = KVPoolStore
+
 __all__ = [
     "ErrorCode",
     "HAS_STANDALONE",
@@ -35,6 +40,7 @@ __all__ = [
     "KVPoolStore",
     "MooncakeDistributedStore",
     "MooncakeHostMemAllocator",
+    "ObjectDataType",
     "ReplicateConfig",
     "SoftPinAction",
     "error_name",

@@ -394,8 +394,7 @@ def test_remove_family(store, uid):
     assert store.remove(keys[1]) == OK
     assert store.batch_remove([keys[2], f"{uid}-none"]) == [OK, ErrorCode.OBJECT_NOT_FOUND]
     assert store.remove_by_regex("[unclosed") == ErrorCode.INVALID_PARAMS
-    assert store.remove_by_regex(f"^{uid}-.*") == ErrorCode.NOT_SUPPORTED
-    assert "remove_by_regex" in kvpool.last_error()
+    assert store.remove_by_regex(f"^{uid}-.*") == 0  # all removed above: a count, not a code
 
 
 def test_remove_all_counts(fresh_pool):
@@ -442,8 +441,8 @@ def test_replicate_config_fields_and_generations(store, uid):
     assert store.put(f"{uid}-rc", b"v", c) == OK
     with pytest.raises(ValueError, match="outside 1..16"):  # was INVALID_PARAMS at put time
         ReplicateConfig(replica_num=0)
-    assert store.put(f"{uid}-rc3", b"v", ReplicateConfig(soft_pin_ttl_ms=-1)) == \
-        ErrorCode.INVALID_PARAMS
+    with pytest.raises(TypeError):  # uint64 as Mooncake's (was INVALID_PARAMS at put time)
+        ReplicateConfig(soft_pin_ttl_ms=-1)
 
 
 def test_concurrent_threads_share_a_store(store, uid):

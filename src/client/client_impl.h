@@ -126,6 +126,8 @@ class ClientImpl : public Client {
   Status Remove(const std::string& key, bool force) override;
   std::vector<Status> BatchRemove(const std::vector<std::string>& keys, bool force) override;
   Result<uint64_t> RemoveAll(bool force) override;
+  Result<KeyScanPage> ScanKeys(const std::string& prefix, const std::string& cursor,
+                               uint32_t limit) override;
   Result<PoolStat> Stat() override;
   int HealthCheck() override;
   Status Close() override;

@@ -110,6 +110,21 @@ Result<uint64_t> ClientImpl::RemoveAll(bool force) {
   return master_->RemoveAll(force, RpcDeadline());
 }
 
+Result<Client::KeyScanPage> ClientImpl::ScanKeys(const std::string& prefix,
+                                                 const std::string& cursor, uint32_t limit) {
+  KVPOOL_RETURN_IF_ERROR(CheckOpen());
+  rpc::ScanKeys req;
+  req.set_prefix(prefix);
+  req.set_cursor(cursor);
+  req.set_limit(limit);
+  auto r = master_->ScanKeys(std::move(req), RpcDeadline());
+  if (!r.ok()) return r.status();
+  KeyScanPage page;
+  page.keys.assign(r->keys().begin(), r->keys().end());
+  page.next_cursor = r->next_cursor();
+  return page;
+}
+
 Result<PoolStat> ClientImpl::Stat() {
   KVPOOL_RETURN_IF_ERROR(CheckOpen());
   auto r = master_->Stat(RpcDeadline());

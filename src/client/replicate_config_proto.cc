@@ -16,6 +16,7 @@ rpc::ReplicateConfig ToProto(const ReplicateConfig& c) {
   p.set_prefer_alloc_in_same_node(c.prefer_alloc_in_same_node);
   for (const auto& g : c.group_ids) p.add_group_ids(g);
   p.set_soft_pin_ttl_ms(c.soft_pin_ttl_ms);
+  p.set_keep_soft_pin_on_upsert(c.keep_soft_pin_on_upsert);
   return p;
 }
 
@@ -28,6 +29,7 @@ ReplicateConfig FromProto(const rpc::ReplicateConfig& p) {
   c.prefer_alloc_in_same_node = p.prefer_alloc_in_same_node();
   c.group_ids.assign(p.group_ids().begin(), p.group_ids().end());
   c.soft_pin_ttl_ms = p.soft_pin_ttl_ms();
+  c.keep_soft_pin_on_upsert = p.keep_soft_pin_on_upsert();
   return c;
 }
 

@@ -305,6 +305,21 @@ Result<uint64_t> StandaloneClient::RemoveAll(bool force) {
   return reply.removed();
 }
 
+Result<Client::KeyScanPage> StandaloneClient::ScanKeys(const std::string& prefix,
+                                                       const std::string& cursor, uint32_t limit) {
+  KVPOOL_RETURN_IF_ERROR(CheckOpen());
+  rpc::ScanKeys req;
+  req.set_prefix(prefix);
+  req.set_cursor(cursor);
+  req.set_limit(limit);
+  rpc::ScanKeysReply r;
+  KVPOOL_RETURN_IF_ERROR(link_->Data(rpc::LOCAL_SCAN_KEYS, req, &r, RpcDeadline()));
+  KeyScanPage page;
+  page.keys.assign(r.keys().begin(), r.keys().end());
+  page.next_cursor = r.next_cursor();
+  return page;
+}
+
 Result<PoolStat> StandaloneClient::Stat() {
   KVPOOL_RETURN_IF_ERROR(CheckOpen());
   rpc::StatReply r;

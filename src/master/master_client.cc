@@ -382,6 +382,11 @@ Result<uint64_t> MasterClient::RemoveAll(bool force, Deadline deadline) {
   return r->removed();
 }
 
+Result<rpc::ScanKeysReply> MasterClient::ScanKeys(rpc::ScanKeys req, Deadline deadline) {
+  req.set_client_id(client_id_);
+  return CallReleasing<rpc::ScanKeysReply>(rpc::SCAN_KEYS, req, deadline);
+}
+
 Result<rpc::StatReply> MasterClient::Stat(Deadline deadline) {
   return CallFor<rpc::StatReply>(rpc::STAT, rpc::Empty(), deadline);
 }

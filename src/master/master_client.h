@@ -92,6 +92,8 @@ class MasterClient {
   // Number of objects removed.
   Result<uint64_t> RemoveAll(bool force, Deadline deadline);
   Result<rpc::StatReply> Stat(Deadline deadline);
+  // One page of a key scan (master/master_scan.cc): req.client_id is filled in.
+  Result<rpc::ScanKeysReply> ScanKeys(rpc::ScanKeys req, Deadline deadline);
 
   // Most lease ids kept for sending; beyond it the oldest are dropped (the master ends them at
   // their TTL), so a master out of reach cannot grow the queue without bound.

@@ -53,6 +53,14 @@ struct MasterCore::PutContext {
   std::string_view client_host;
   bool prefer_same_host;
   int64_t soft_pin_ttl_ns;  // 0: a soft pin never lapses
+  bool keep_soft_pin;       // upsert: the replaced object's soft pin carries over
+};
+
+// What an upsert takes over from the object it replaces (Mooncake's semantics): its hard pin
+// always, its soft pin and that pin's expiry when the put asks to keep it.
+struct MasterCore::Carried {
+  uint8_t flags = 0;
+  int64_t soft_pin_until_ns = 0;  // 0: the carried soft pin never lapses
 };
 
 MasterCore::MasterCore(const MasterOptions& options, uint64_t epoch)
@@ -151,7 +159,8 @@ Result<rpc::PutStartReply> MasterCore::PutStart(const rpc::PutStart& req, TimePo
       {cfg.preferred_segments().begin(), cfg.preferred_segments().end()},
       req.client_host(),
       cfg.prefer_alloc_in_same_node(),
-      static_cast<int64_t>(std::min<uint64_t>(cfg.soft_pin_ttl_ms(), kMaxSoftPinTtlMs)) * 1000000};
+      static_cast<int64_t>(std::min<uint64_t>(cfg.soft_pin_ttl_ms(), kMaxSoftPinTtlMs)) * 1000000,
+      cfg.keep_soft_pin_on_upsert()};
   KVPOOL_RETURN_IF_ERROR(ValidateGroupIds(req));
   rpc::PutStartReply reply;
   reply.mutable_results()->Reserve(req.items_size());
@@ -211,15 +220,16 @@ rpc::PutStartResult MasterCore::PutOne(const rpc::PutItem& item, const PutContex
     return out;
   }
   uint64_t over_quota = 0;
+  Carried carried;
   for (int attempt = 0;; ++attempt) {
     {
       auto shard = table_.Lock(item.key());
-      if (ResolveExisting(*shard, shard->Find(item.key()), ctx, &out)) {
+      if (ResolveExisting(*shard, shard->Find(item.key()), ctx, &out, &carried)) {
         if (!group_id.empty() && out.already_exists()) JoinGroup(*shard, item.key(), group_id);
         return out;
       }
       over_quota = quota ? QuotaExcess(tenant, quota_need, *quota) : 0;
-      if (over_quota == 0 && TryPlace(*shard, item, ctx, &out)) {
+      if (over_quota == 0 && TryPlace(*shard, item, ctx, carried, &out)) {
         if (!group_id.empty() && out.code() == 0) JoinGroup(*shard, item.key(), group_id);
         return out;
       }
@@ -302,7 +312,7 @@ uint64_t MasterCore::QuotaExcess(std::string_view tenant, uint64_t need, uint64_
 }
 
 bool MasterCore::ResolveExisting(ObjectTable::Shard& shard, Object* obj, const PutContext& ctx,
-                                 rpc::PutStartResult* out) {
+                                 rpc::PutStartResult* out, Carried* carried) {
   if (obj == nullptr) return false;
   if (obj->pending()) {
     if (ctx.now_ns - obj->put_start_ns() < discard_ns_) {
@@ -339,13 +349,18 @@ bool MasterCore::ResolveExisting(ObjectTable::Shard& shard, Object* obj, const P
                           (obj->lease_until_ns() - ctx.now_ns) / 1000000));
     return true;
   }
+  carried->flags = obj->flags & kHardPin;
+  if (ctx.keep_soft_pin && obj->soft_pinned()) {
+    carried->flags |= kSoftPin;
+    carried->soft_pin_until_ns = shard.SoftPinUntil(obj);
+  }
   FreeReplicas(*obj);
   shard.Erase(obj);
   return false;
 }
 
 bool MasterCore::TryPlace(ObjectTable::Shard& shard, const rpc::PutItem& item,
-                          const PutContext& ctx, rpc::PutStartResult* out) {
+                          const PutContext& ctx, const Carried& carried, rpc::PutStartResult* out) {
   uint64_t reserved = registry_.Reserved(item.size());
   if (ctx.largest_segment == 0) {
     Refuse(RefusalReason::kNoSegment);
@@ -377,9 +392,12 @@ bool MasterCore::TryPlace(ObjectTable::Shard& shard, const rpc::PutItem& item,
   obj->state = ObjectState::kPending;
   obj->stamp_ns = ctx.now_ns;
   obj->set_last_access_ns(ctx.now_ns);
-  obj->flags = ctx.flags;
+  obj->flags = ctx.flags | carried.flags;
   Object* placed_obj = shard.Insert(std::move(obj));
-  if ((ctx.flags & kSoftPin) != 0 && ctx.soft_pin_ttl_ns > 0) {
+  if ((carried.flags & kSoftPin) != 0) {
+    if (carried.soft_pin_until_ns > 0)
+      shard.SetSoftPinExpiry(placed_obj, carried.soft_pin_until_ns);
+  } else if ((ctx.flags & kSoftPin) != 0 && ctx.soft_pin_ttl_ns > 0) {
     shard.SetSoftPinExpiry(placed_obj, ctx.now_ns + ctx.soft_pin_ttl_ns);
   }
   for (Placement& p : placed) {

@@ -184,6 +184,12 @@ class MasterCore {
   rpc::RemoveAllReply RemoveAll(const rpc::RemoveAll& req, TimePoint now,
                                 std::string_view tenant = {});
   rpc::StatReply Stat() const;
+  // One page of a scan over `tenant`'s keys starting with req.prefix() (master_scan.cc;
+  // remove_by_regex, list_keys): one ListObjects page of the tenant's namespace (the same
+  // bounded work per request and the same short shard-lock holds), complete objects only, as
+  // user keys. Errors: INVALID_PARAMS (a prefix longer than a key, a limit above
+  // kMaxListLimit, a cursor this master did not make).
+  Result<rpc::ScanKeysReply> ScanKeys(const rpc::ScanKeys& req, std::string_view tenant);
 
   // ---- Admin views (master_admin.cc) ----
   // Most keys one ListObjects page returns.
@@ -266,10 +272,11 @@ class MasterCore {
                       Lease* lease);
   // Under the key's shard lock: true when `out` is already the answer for this put; false when
   // the key is (now) free to be put.
+  struct Carried;
   bool ResolveExisting(ObjectTable::Shard& shard, Object* obj, const PutContext& ctx,
-                       rpc::PutStartResult* out);
+                       rpc::PutStartResult* out, Carried* carried);
   bool TryPlace(ObjectTable::Shard& shard, const rpc::PutItem& item, const PutContext& ctx,
-                rpc::PutStartResult* out);
+                const Carried& carried, rpc::PutStartResult* out);
   ErrorCode Commit(std::string_view key, uint32_t writer, uint64_t checksum, int64_t now_ns,
                    std::string* msg);
   ErrorCode Revoke(std::string_view key, uint32_t writer, std::string* msg);

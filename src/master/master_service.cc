@@ -195,6 +195,12 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
       });
     case rpc::STAT:
       return Serve<rpc::Empty>("stat", meta, mc, [&](const auto&) { return c.Stat(); });
+    case rpc::SCAN_KEYS:
+      // The caller's tenant scopes the scan; its keys come back as the caller's user keys.
+      return Serve<rpc::ScanKeys>("scan keys", meta, mc, [&](const auto& r) {
+        ReleasePiggybacked(c, r, now);
+        return c.ScanKeys(r, caller.tenant);
+      });
     default:
       mc.Error(ErrorCode::NOT_SUPPORTED);
       return rpc::Reply::Error(Status(

@@ -80,6 +80,11 @@ void ObjectTable::Shard::SetSoftPinExpiry(Object* obj, int64_t until_ns) {
   soft_pin_until_[obj] = until_ns;
 }
 
+int64_t ObjectTable::Shard::SoftPinUntil(const Object* obj) const {
+  auto it = soft_pin_until_.find(obj);
+  return it == soft_pin_until_.end() ? 0 : it->second;
+}
+
 size_t ObjectTable::Shard::ExpireSoftPins(int64_t now_ns) {
   size_t n = 0;
   for (auto it = soft_pin_until_.begin(); it != soft_pin_until_.end();) {

@@ -178,6 +178,8 @@ class ObjectTable {
     size_t held_count() const { return holds_.size(); }
     // The soft pin of `obj` lapses at `until_ns` (ExpireSoftPins clears it then).
     void SetSoftPinExpiry(Object* obj, int64_t until_ns);
+    // When the soft pin of `obj` lapses; 0 when it never does (or it has none).
+    int64_t SoftPinUntil(const Object* obj) const;
     // Clears the soft pins that lapsed by `now_ns`; returns how many.
     size_t ExpireSoftPins(int64_t now_ns);
     // The pending objects (a small side index, so reclaiming stale puts does not scan all).

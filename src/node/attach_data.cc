@@ -117,6 +117,7 @@ LocalReply AttachService::Dispatch(LocalConnection& conn, uint16_t method,
     case rpc::LOCAL_GET_SIZE:
     case rpc::LOCAL_REMOVE:
     case rpc::LOCAL_REMOVE_ALL:
+    case rpc::LOCAL_SCAN_KEYS:
     case rpc::LOCAL_STAT:
       return Query(method, meta);
     default:
@@ -240,6 +241,17 @@ LocalReply AttachService::Query(uint16_t method, const std::string& meta) {
       info->set_used(seg.used);
       info->set_object_count(seg.object_count);
     }
+    return LocalReply::Of(r);
+  }
+  if (method == rpc::LOCAL_SCAN_KEYS) {
+    rpc::ScanKeys req;
+    if (!ParseAttachMeta(meta, &req))
+      return LocalReply::Error(Status(ErrorCode::INVALID_PARAMS, "unparsable"));
+    auto page = store_->ScanKeys(req.prefix(), req.cursor(), req.limit());
+    if (!page.ok()) return LocalReply::Error(page.status());
+    rpc::ScanKeysReply r;
+    for (const std::string& k : page->keys) r.add_keys(k);
+    r.set_next_cursor(page->next_cursor);
     return LocalReply::Of(r);
   }
   if (method == rpc::LOCAL_REMOVE_ALL) {

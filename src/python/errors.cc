@@ -126,6 +126,14 @@ void BindErrors(py::module_& m) {
       py::arg("code"),
       "The name of an error number (\"OBJECT_NOT_FOUND\"); \"UNKNOWN_ERROR(n)\" for others.");
   m.def(
+      "_set_last_error",
+      [](int code, const std::string& message) {
+        SetLastError(Status(static_cast<ErrorCode>(code), message));
+        return code;
+      },
+      py::arg("code"), py::arg("message"),
+      "For kvpool's Python layer: records a failure as last_error() shows it; returns code.");
+  m.def(
       "last_error", [] { return TextToPy(LastError()); },
       "The message of the most recent failed kvpool call on this thread (\"\" if none). Bytes "
       "of a key that are not valid UTF-8 appear as \\xNN (errors=\"backslashreplace\").");

@@ -87,10 +87,10 @@ void BindHostAllocator(py::module_& m) {
       "Shared memory (memfd + mmap) a standalone kvpool node can map: the memory to register "
       "with a store set up by setup_dummy().");
   cls.def(py::init<bool, bool>(), py::arg("huge_pages") = false, py::arg("prefault") = false)
-      .def("alloc", &PyHostAllocator::Alloc, py::arg("size"),
+      .def("alloc", &PyHostAllocator::Alloc,
            "The address of `size` fresh bytes (int). Raises KVPoolError when memory is short. "
            "Free it with free(); it is not freed otherwise.")
-      .def("free", &PyHostAllocator::Free, py::arg("ptr"),
+      .def("free", &PyHostAllocator::Free,
            "Frees an address alloc() returned: 0, or a negative code for any other address.")
       .def("alloc_buffer", &PyHostAllocator::AllocBuffer, py::arg("size"),
            "A HostBuffer of `size` bytes, freed automatically (for torch/numpy.frombuffer).");

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
-#include <regex>
 #include <set>
 
 #include "python/conversions.h"
@@ -116,6 +115,7 @@ int Store::Install(Result<std::unique_ptr<Client>> setup, const std::string& hos
     std::lock_guard<std::mutex> lock(mu_);
     if (client_ == nullptr) {
       client_ = fresh;
+      session_ = std::make_shared<std::atomic<bool>>(true);
       hostname_ = hostname;
       standalone_ = standalone;
       return 0;
@@ -313,6 +313,8 @@ int Store::Close() {
     std::lock_guard<std::mutex> lock(mu_);
     c = std::move(client_);
     client_ = nullptr;
+    if (session_ != nullptr) session_->store(false);  // this session's BufferHandles now refuse
+    session_ = nullptr;
 #if KVPOOL_PY_HAS_STANDALONE
     allocations.swap(pool_allocations_);
     allocator = pool_allocator_;
@@ -517,24 +519,6 @@ std::vector<int> Store::BatchRemove(const Keys& keys, bool force) {
     st = (*c)->BatchRemove(keys, force);
   }
   return ToPyCodes(st);
-}
-
-int64_t Store::RemoveByRegex(const std::string& pattern, bool force) {
-  auto c = client();
-  if (!c.ok()) return ToPyCode(c.status());
-  try {
-    std::regex check(pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    return ToPyCode(Status(ErrorCode::INVALID_PARAMS,
-                           fmt::format("remove_by_regex: pattern '{}' is not a valid regular "
-                                       "expression: {}",
-                                       pattern, e.what())));
-  }
-  // The master offers no key listing or server-side pattern match yet, and a client-side scan
-  // would need one. Say so rather than remove nothing and report 0.
-  return ToPyCode(Status(ErrorCode::NOT_SUPPORTED,
-                         "remove_by_regex: the kvpool master cannot match keys by pattern yet; "
-                         "remove keys by name (batch_remove) or everything (remove_all)"));
 }
 
 int64_t Store::RemoveAll(bool force) {

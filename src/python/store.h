@@ -15,6 +15,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -105,6 +106,8 @@ class Store {
   pybind11::bytes Get(const std::string& key);
   pybind11::list GetBatch(const Keys& keys);
   pybind11::object GetBuffer(const std::string& key);
+  // One BufferHandle (or None: miss, empty object, failure) per key, in one batch.
+  pybind11::list BatchGetBuffer(const Keys& keys);
   int Upsert(const std::string& key, pybind11::handle value, const PyReplicateConfig& cfg);
   int UpsertBatch(const Keys& keys, const pybind11::list& values, const PyReplicateConfig& cfg);
   // kvpool extensions: per-key results; values[i] is a buffer or a list of buffers (gathered /
@@ -113,6 +116,9 @@ class Store {
   std::vector<int> BatchPutFromBuffers(const Keys& keys, const pybind11::list& values,
                                        const PyReplicateConfig& cfg);
   std::vector<int64_t> BatchGetIntoBuffers(const Keys& keys, const pybind11::list& buffers);
+  // kvpool: copying batch upsert with per-key results (values[i]: one buffer).
+  std::vector<int> BatchUpsertFromBuffers(const Keys& keys, const pybind11::list& values,
+                                          const PyReplicateConfig& cfg);
 
   // --- queries and removal (store.cc) ---
   int IsExist(const std::string& key);
@@ -121,7 +127,10 @@ class Store {
   int64_t GetSize(const std::string& key);
   int Remove(const std::string& key, bool force);
   std::vector<int> BatchRemove(const Keys& keys, bool force);
+  // store_scan.cc: master-side scans of this client's tenant, page by page (Client::ScanKeys).
+  // The count removed / the matching keys (at most max_keys, 0: no limit), or a negative code.
   int64_t RemoveByRegex(const std::string& pattern, bool force);
+  pybind11::object ListKeys(const std::string& pattern, uint64_t max_keys, uint32_t page_size);
   int64_t RemoveAll(bool force);
   pybind11::dict Stat();
   uintptr_t AllocFromMemPool(pybind11::handle size);
@@ -138,6 +147,9 @@ class Store {
 
   mutable std::mutex mu_;
   std::shared_ptr<Client> client_;  // guarded by mu_
+  // True while the current set-up lasts; BufferHandles share it and refuse use after close().
+  std::shared_ptr<std::atomic<bool>> session_;  // guarded by mu_
+  std::shared_ptr<const std::atomic<bool>> session() const;
   std::string hostname_;            // guarded by mu_
   bool standalone_ = false;         // guarded by mu_
 #if KVPOOL_PY_HAS_STANDALONE
@@ -147,8 +159,14 @@ class Store {
 };
 
 // What get_buffer() returns: an object's bytes, owned, exposed through the buffer protocol.
+// The bytes live as long as the handle (and any memoryview of it); once the store that made it
+// is closed, new views, ptr() and size() raise KVPoolError (UNAVAILABLE_IN_CURRENT_STATUS) as
+// Mooncake's handles would dangle there. Views exported before close() stay valid.
 struct BufferHandle {
   std::vector<uint8_t> bytes;
+  std::shared_ptr<const std::atomic<bool>> open;
+  // Raises KVPoolError when the store was closed.
+  void CheckOpen() const;
 };
 
 void BindStore(pybind11::module_& m);

@@ -18,20 +18,55 @@ success and a negative error code on failure (kvpool.ErrorCode); kvpool.last_err
 message of the latest failure on the calling thread. Addresses passed as ints must lie inside
 buffers registered with register_buffer; others are refused before any byte moves.)doc";
 
+// pybind11's buffer getter may not throw (an exception there aborts the process), so the
+// closed-store check runs in front of it and fails the export with a Python error instead.
+// Set once when the module is imported, read-only afterwards.
+getbufferproc g_pybind_getbuffer = nullptr;
+
+int GuardedGetBuffer(PyObject* obj, Py_buffer* view, int flags) {
+  try {
+    py::cast<const BufferHandle&>(py::handle(obj)).CheckOpen();
+  } catch (py::error_already_set& e) {
+    e.restore();
+    return -1;
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return -1;
+  }
+  return g_pybind_getbuffer(obj, view, flags);
+}
+
 void BindBufferHandle(py::module_& m) {
-  py::class_<BufferHandle>(m, "BufferHandle", py::buffer_protocol(),
-                           "An object's bytes as returned by get_buffer(); supports the buffer "
-                           "protocol (memoryview, numpy.frombuffer, torch.frombuffer).")
+  py::class_<BufferHandle> cls(m, "BufferHandle", py::buffer_protocol(),
+                               "An object's bytes as returned by get_buffer(); supports the buffer "
+                               "protocol (memoryview, numpy.frombuffer, torch.frombuffer).");
+  cls
       .def_buffer([](BufferHandle& b) {
         return py::buffer_info(b.bytes.data(), 1, py::format_descriptor<uint8_t>::format(), 1,
                                {b.bytes.size()}, {1});
       })
-      .def("ptr", [](const BufferHandle& b) { return reinterpret_cast<uintptr_t>(b.bytes.data()); })
-      .def("size", [](const BufferHandle& b) { return b.bytes.size(); })
-      .def("__len__", [](const BufferHandle& b) { return b.bytes.size(); })
+      .def("ptr",
+           [](const BufferHandle& b) {
+             b.CheckOpen();
+             return reinterpret_cast<uintptr_t>(b.bytes.data());
+           })
+      .def("size",
+           [](const BufferHandle& b) {
+             b.CheckOpen();
+             return b.bytes.size();
+           })
+      .def("__len__",
+           [](const BufferHandle& b) {
+             b.CheckOpen();
+             return b.bytes.size();
+           })
       .def("tobytes", [](const BufferHandle& b) {
+        b.CheckOpen();
         return py::bytes(reinterpret_cast<const char*>(b.bytes.data()), b.bytes.size());
       });
+  auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  g_pybind_getbuffer = type->tp_as_buffer->bf_getbuffer;
+  type->tp_as_buffer->bf_getbuffer = GuardedGetBuffer;
 }
 
 }  // namespace
@@ -169,10 +204,13 @@ void BindStore(py::module_& m) {
       py::arg("key"), "put_parts(key, *parts, config=ReplicateConfig()): one object from parts.");
   cls.def("put_batch", &S::PutBatch, py::arg("keys"), py::arg("values"),
           py::arg("config") = kDefaultConfig, "0 when all succeed, else the first failure's code.");
-  cls.def("get", &S::Get, py::arg("key"), "The object's bytes; b\"\" on a miss or failure.");
-  cls.def("get_batch", &S::GetBatch, py::arg("keys"));
-  cls.def("get_buffer", &S::GetBuffer, py::arg("key"),
-          "A BufferHandle with the object's bytes, or None on a miss or failure.");
+  cls.def("get", &S::Get, "The object's bytes; b\"\" on a miss or failure.");
+  cls.def("get_batch", &S::GetBatch);
+  cls.def("get_buffer", &S::GetBuffer,
+          "A BufferHandle with the object's bytes, or None on a miss, an empty object or a "
+          "failure (kvpool.last_error() says which).");
+  cls.def("batch_get_buffer", &S::BatchGetBuffer,
+          "One BufferHandle or None per key, in one batch.");
   cls.def("upsert", &S::Upsert, py::arg("key"), py::arg("value"),
           py::arg("config") = kDefaultConfig);
   cls.def("upsert_batch", &S::UpsertBatch, py::arg("keys"), py::arg("values"),
@@ -181,28 +219,39 @@ void BindStore(py::module_& m) {
           py::arg("config") = kDefaultConfig,
           "kvpool: copying batch put with per-key results; values[i] is a buffer or a list of "
           "buffers joined in order.");
+  cls.def("batch_upsert_from_buffers", &S::BatchUpsertFromBuffers, py::arg("keys"),
+          py::arg("values"), py::arg("config") = kDefaultConfig,
+          "kvpool: copying batch upsert with per-key results (0 or a negative code).");
   cls.def("batch_get_into_buffers", &S::BatchGetIntoBuffers, py::arg("keys"), py::arg("buffers"),
           "kvpool: copying batch get into writable buffers (unregistered memory is fine); "
           "bytes read per key or a negative code.");
 
   // --- queries and removal ---
-  cls.def("is_exist", &S::IsExist, py::arg("key"), "1 exists, 0 not, negative on error.");
+  cls.def("is_exist", &S::IsExist, "1 exists, 0 not, negative on error.");
   cls.def("batch_is_exist", &S::BatchIsExist, py::arg("keys"));
   cls.def("batch_exists_prefix", &S::BatchExistsPrefix, py::arg("keys"),
           "kvpool: how many LEADING keys exist (one round trip, answered by the master), or a "
           "negative code.");
-  cls.def("get_size", &S::GetSize, py::arg("key"), "The object's size in bytes, or negative.");
+  cls.def("get_size", &S::GetSize, "The object's size in bytes, or negative.");
   cls.def("remove", &S::Remove, py::arg("key"), py::arg("force") = false);
   cls.def("batch_remove", &S::BatchRemove, py::arg("keys"), py::arg("force") = false);
-  cls.def("remove_by_regex", &S::RemoveByRegex, py::arg("pattern"), py::arg("force") = false,
-          "Not supported yet: returns NOT_SUPPORTED (-1012), or INVALID_PARAMS (-600) for a "
-          "pattern that does not compile.");
+  cls.def("remove_by_regex", &S::RemoveByRegex, py::arg("regex_pattern"), py::arg("force") = false,
+          "Removes this tenant's complete objects whose key matches the ECMAScript regex "
+          "(searched anywhere in the key); leased ones only with force, pending ones skipped. "
+          "The master scans in bounded pages. The count removed, or INVALID_PARAMS (-600) for a "
+          "pattern that does not compile, or another negative code.");
+  cls.def("list_keys", &S::ListKeys, py::arg("pattern") = "", py::arg("max_keys") = 0,
+          py::arg("page_size") = 0,
+          "kvpool: this tenant's complete objects' keys matching the ECMAScript regex pattern "
+          "(\"\": all), at most max_keys (0: all), fetched page_size (0: 1000, at most 10000) "
+          "keys per master request; in the master's scan order (not sorted). A list of str, or "
+          "a negative code.");
   cls.def("remove_all", &S::RemoveAll, py::arg("force") = false,
           "Removes every complete object (leased ones only with force); the count removed.");
   cls.def("stat", &S::Stat,
           "kvpool: the pool as the master sees it (capacity, used, object_count, segments...). "
           "Raises KVPoolError on failure.");
-  cls.def("alloc_from_mem_pool", &S::AllocFromMemPool, py::arg("size"),
+  cls.def("alloc_from_mem_pool", &S::AllocFromMemPool,
           "Standalone mode: shared memory the node can reach, already registered; freed at "
           "close(). Raises KVPoolError on failure.");
 

@@ -130,7 +130,48 @@ py::object Store::GetBuffer(const std::string& key) {
     ToPyCode(r[0].status());
     return py::none();
   }
-  return py::cast(BufferHandle{std::move(r[0]).value()});
+  if (r[0]->empty()) return py::none();  // Mooncake: a zero-length object gives None
+  return py::cast(BufferHandle{std::move(r[0]).value(), session()});
+}
+
+py::list Store::BatchGetBuffer(const Keys& keys) {
+  py::list out;
+  auto c = client();
+  if (!c.ok()) {
+    ToPyCode(c.status());
+    for (size_t i = 0; i < keys.size(); ++i) out.append(py::none());
+    return out;
+  }
+  if (keys.empty()) return out;
+  std::vector<Result<std::vector<uint8_t>>> r;
+  {
+    py::gil_scoped_release nogil;
+    r = (*c)->BatchGet(keys);
+  }
+  auto open = session();
+  for (auto& one : r) {
+    if (!one.ok()) {
+      ToPyCode(one.status());
+      out.append(py::none());
+    } else if (one->empty()) {
+      out.append(py::none());
+    } else {
+      out.append(py::cast(BufferHandle{std::move(one).value(), open}));
+    }
+  }
+  return out;
+}
+
+std::shared_ptr<const std::atomic<bool>> Store::session() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return session_;
+}
+
+void BufferHandle::CheckOpen() const {
+  if (open == nullptr || !open->load()) {
+    ThrowStatus(Status(ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS,
+                       "BufferHandle used after its store was closed"));
+  }
 }
 
 int Store::Upsert(const std::string& key, py::handle value, const PyReplicateConfig& cfg) {
@@ -143,6 +184,15 @@ int Store::UpsertBatch(const Keys& keys, const py::list& values, const PyReplica
   if (keys.size() != values.size()) return ToPyCode(LengthMismatch(keys.size(), values.size()));
   std::vector<ByteView> views = Views(values);
   return FirstFailure(UpsertCopies(keys, Spans(views), cfg));
+}
+
+std::vector<int> Store::BatchUpsertFromBuffers(const Keys& keys, const py::list& values,
+                                               const PyReplicateConfig& cfg) {
+  if (keys.size() != values.size()) {
+    return std::vector<int>(keys.size(), ToPyCode(LengthMismatch(keys.size(), values.size())));
+  }
+  std::vector<ByteView> views = Views(values);
+  return ToPyCodes(UpsertCopies(keys, Spans(views), cfg));
 }
 
 std::vector<Status> Store::UpsertCopies(const Keys& keys,

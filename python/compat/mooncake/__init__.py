@@ -8,3 +8,6 @@ SGLang's stock ``--hicache-storage-backend mooncake`` runs on kvpool. See docs/s
 import kvpool as _kvpool
 
 __version__ = f"kvpool-{_kvpool.__version__}"
+
+# As Mooncake's wheel: the buffer pool at package level (the same object under both names).
+from kvpool.buffer_pool import BufferPool, RegisteredBufferPool  # noqa: E402,F401
