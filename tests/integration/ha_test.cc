@@ -187,6 +187,49 @@ TEST(HaTest, PausedLeaderNeverServesAgain) {
   EXPECT_EQ(r.exact, 30u) << pool.Logs();
 }
 
+TEST(HaTest, EtcdDownStopsServingAndRestartedEtcdElectsALeader) {
+  KVPOOL_REQUIRE_ETCD(etcd);
+  HaPool pool(etcd, 3);
+  auto first = pool.WaitForLeader(seconds(15));
+  ASSERT_TRUE(first.has_value()) << pool.Logs();
+  pool.AddNode("64MB");
+  ClientOptions o;
+  o.rpc_timeout = milliseconds(1000);
+  auto client = pool.NewClient(o);
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(pool.WaitForSegments(*client, 1, seconds(20))) << pool.Logs();
+  ASSERT_TRUE(PutAll(*client, "etcd-", 30, seconds(10)));
+  std::this_thread::sleep_for(milliseconds(1500));  // the commits reach the node's list
+
+  // etcd gone for longer than the lease: the leader stops serving; nothing answers wrong bytes.
+  pool.etcd().Kill();
+  size_t wrong = 0, served_late = 0;
+  auto down_at = SteadyClock::now();
+  while (SteadyClock::now() - down_at < seconds(4)) {
+    std::vector<std::string> keys = {"etcd-0", "etcd-7", "etcd-29"};
+    auto got = client->BatchGet(keys);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (got[i].ok() && *got[i] != ValueOf(keys[i])) ++wrong;
+      // The lease (2 s) minus the fence margin: nothing may be served after it.
+      if (got[i].ok() && SteadyClock::now() - down_at > milliseconds(2500)) ++served_late;
+    }
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_EQ(served_late, 0u) << "a master served without etcd past its lease";
+  EXPECT_EQ(pool.CountRole("leader"), 0u);
+
+  // etcd back (same data): a master leads again and the objects are all there.
+  pool.etcd().Start();
+  auto next = pool.WaitForLeader(seconds(15));
+  ASSERT_TRUE(next.has_value()) << pool.Logs();
+  auto reader = pool.NewClient();
+  ASSERT_NE(reader, nullptr);
+  ReadBack r = ReadAll(*reader, "etcd-", 30, seconds(10));
+  EXPECT_EQ(r.wrong, 0u);
+  EXPECT_EQ(r.exact, 30u) << pool.Logs();
+}
+
 TEST(HaTest, BadEtcdAddressesFailClearlyWithExitCode1) {
   // Malformed: no etcd needed.
   for (const std::string bad : {"etcd://", "etcd://127.0.0.1:2379;;x", "etcd://h:2379/bad id"}) {
