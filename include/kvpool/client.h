@@ -185,7 +185,9 @@ class Client {
   // Connects to the master, and in embedded mode maps and mounts the segment and starts serving
   // it. The caller owns the returned client; destroying it Close()s.
   // Errors: INVALID_PARAMS (bad address, protocol), NOT_SUPPORTED ("rdma"), RPC_FAIL /
-  // RPC_TIMEOUT (master unreachable), NO_AVAILABLE_HANDLE (segment memory could not be mapped).
+  // RPC_TIMEOUT (master unreachable), NO_AVAILABLE_HANDLE (segment memory could not be mapped);
+  // with an etcd:// address also ETCD_OPERATION_ERROR (etcd unreachable) and NOT_LEADER (no
+  // master leads), each after retrying for rpc_timeout.
   static Result<std::unique_ptr<Client>> Setup(const ClientOptions& options);
 
   // Attaches to the local node at options.server_address (standalone mode; see
