@@ -57,6 +57,22 @@ Result<std::optional<EtcdKeyValue>> FirstKv(const json& range) {
   return std::optional<EtcdKeyValue>(std::move(kv).value());
 }
 
+// What an HTTP failure means for an operator reading the message.
+std::string Describe(httplib::Error e) {
+  switch (e) {
+    case httplib::Error::Connection:
+      return "connection refused or unreachable";
+    case httplib::Error::ConnectionTimeout:
+      return "connect timed out";
+    case httplib::Error::Read:
+      return "no answer in time (read failed or timed out)";
+    case httplib::Error::Write:
+      return "sending the request failed";
+    default:
+      return httplib::to_string(e);
+  }
+}
+
 }  // namespace
 
 EtcdClient::EtcdClient(std::vector<rpc::Endpoint> members) : members_(std::move(members)) {}
@@ -91,8 +107,8 @@ Result<std::string> EtcdClient::Post(std::string_view path, const std::string& b
     client.set_keep_alive(false);
     auto res = client.Post(std::string(path), body, "application/json");
     if (!res) {
-      errors += fmt::format("{}{}: {}", errors.empty() ? "" : "; ", m.ToString(),
-                            httplib::to_string(res.error()));
+      errors +=
+          fmt::format("{}{}: {}", errors.empty() ? "" : "; ", m.ToString(), Describe(res.error()));
       continue;
     }
     if (res->status != 200) {

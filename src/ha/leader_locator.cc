@@ -4,6 +4,7 @@
 
 namespace kvpool::ha {
 
+// A locator only reads who leads: the lease TTL is never used.
 LeaderLocator::LeaderLocator(const EtcdTarget& target)
     : coordinator_(MakeEtcdCoordinator(target, std::chrono::seconds(1))) {}
 
