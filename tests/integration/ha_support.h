@@ -157,6 +157,14 @@ class HaPool {
   size_t master_count() const { return masters_.size(); }
   uint16_t rpc_port(size_t i) const { return rpc_ports_[i]; }
   Health health(size_t i) const { return HealthOf(http_ports_[i]); }
+  // Master i's /metrics text ("" when it does not answer).
+  std::string metrics(size_t i) const {
+    httplib::Client c("127.0.0.1", http_ports_[i]);
+    c.set_connection_timeout(std::chrono::milliseconds(300));
+    c.set_read_timeout(std::chrono::milliseconds(1000));
+    auto res = c.Get("/metrics");
+    return res && res->status == 200 ? res->body : "";
+  }
 
   // The index of the master that leads and serves keys (role=leader), waiting up to `timeout`;
   // nullopt if none did. `except`: a master not to count (one just killed or paused).

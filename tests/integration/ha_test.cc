@@ -137,6 +137,13 @@ TEST(HaTest, StandbyTakesOverAfterKill9AndKeepsEveryObject) {
   }
   EXPECT_EQ(pool.health(*first).role, "standby") << pool.master(*first)->Log();
   EXPECT_EQ(pool.health(*next).role, "leader");
+  const std::string leader = "127.0.0.1:" + std::to_string(pool.rpc_port(*next));
+  std::string m = pool.metrics(*next);
+  EXPECT_NE(m.find("kvpool_master_ha_leader 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("role=\"leader\""), std::string::npos) << m;
+  std::string sm = pool.metrics(*first);
+  EXPECT_NE(sm.find("kvpool_master_ha_leader 0"), std::string::npos) << sm;
+  EXPECT_NE(sm.find("leader=\"" + leader + "\""), std::string::npos) << sm;
 
   // `kvpool stat` through etcd names the leader.
   auto stat = RunCommand(kHaBinary, {"stat", "--master", pool.etcd_address()}, seconds(20));
