@@ -19,7 +19,10 @@ std::string EtcdTarget::ToString() const {
   std::string out(kScheme);
   for (size_t i = 0; i < endpoints.size(); ++i) {
     if (i > 0) out += ';';
-    out += endpoints[i].ToString();
+    const rpc::Endpoint& ep = endpoints[i];
+    // An IPv6 host in brackets, so that the text parses back.
+    out += ep.host.find(':') != std::string::npos ? "[" + ep.host + "]:" + std::to_string(ep.port)
+                                                  : ep.ToString();
   }
   return out + "/" + cluster_id;
 }

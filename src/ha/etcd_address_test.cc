@@ -12,6 +12,11 @@ TEST(EtcdAddressTest, ParsesMembersAndClusterId) {
   EXPECT_EQ(a->etcd.endpoints[1].ToString(), "10.0.0.2:2379");  // default etcd port
   EXPECT_EQ(a->etcd.endpoints[2].host, "::1");
   EXPECT_EQ(a->etcd.cluster_id, "prod-1");
+  // Printed back, it parses to the same (IPv6 members in brackets).
+  EXPECT_EQ(a->ToString(), "etcd://10.0.0.1:2379;10.0.0.2:2379;[::1]:2380/prod-1");
+  auto again = ParseMasterAddress(a->ToString(), 50051, "--master");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->ToString(), a->ToString());
   auto b = ParseMasterAddress("etcd://h1:2379,h2:2379", 50051, "--master");
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b->etcd.cluster_id, kDefaultClusterId);
