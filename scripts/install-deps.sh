@@ -10,6 +10,7 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcpp-httplib-dev  # the master's HTTP admin server and `kvpool top` (top-level CMakeLists)
   libhiredis-dev redis-server  # `kvpool bench --peers redis`: the Redis comparison
+  etcd-server etcd-client  # master high availability: the masters' election (tests start a real etcd)
   libssl-dev openssl  # authentication (HMAC) and TLS; the openssl command makes test certificates
   clang libclang-rt-14-dev  # the sanitizer test build and the fuzzers (libFuzzer's runtime)
   # The Python module (/usr/bin/python3) and its tests.

@@ -37,7 +37,10 @@
 namespace kvpool {
 
 struct ClientOptions {
-  // Master to register with, "host:port". Default port 50051.
+  // Master to register with, "host:port" (default port 50051), or "etcd://h1:2379;h2:2379[/id]":
+  // ask etcd which master of cluster `id` (default "kvpool") leads, and follow the leader when
+  // it changes (docs/operations.md, "Three masters"). A malformed address fails Setup with
+  // INVALID_PARAMS naming it.
   std::string master_server_address = "127.0.0.1:50051";
   // Host name or IP under which peers reach this process's segment (embedded mode). With
   // global_segment_size > 0 it must resolve: Setup fails with INVALID_PARAMS naming the host.
@@ -174,6 +177,11 @@ struct PoolStat {
   uint64_t refused_leased_or_pinned = 0;
   uint64_t refused_tenant_quota = 0;
   uint64_t refused_no_segment = 0;
+  // Master high availability: the role of the master that answered ("leader"; "single" or ""
+  // without HA), its leadership epoch and published address (empty without HA).
+  std::string ha_role;
+  uint64_t leader_epoch = 0;
+  std::string leader_address;
 };
 
 class Client {
@@ -181,7 +189,9 @@ class Client {
   // Connects to the master, and in embedded mode maps and mounts the segment and starts serving
   // it. The caller owns the returned client; destroying it Close()s.
   // Errors: INVALID_PARAMS (bad address, protocol), NOT_SUPPORTED ("rdma"), RPC_FAIL /
-  // RPC_TIMEOUT (master unreachable), NO_AVAILABLE_HANDLE (segment memory could not be mapped).
+  // RPC_TIMEOUT (master unreachable), NO_AVAILABLE_HANDLE (segment memory could not be mapped);
+  // with an etcd:// address also ETCD_OPERATION_ERROR (etcd unreachable) and NOT_LEADER (no
+  // master leads), each after retrying for rpc_timeout.
   static Result<std::unique_ptr<Client>> Setup(const ClientOptions& options);
 
   // Attaches to the local node at options.server_address (standalone mode; see

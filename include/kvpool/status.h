@@ -43,9 +43,17 @@ enum class ErrorCode : int32_t {
   CHECKSUM_MISMATCH = -801,         // [redo] bytes read do not match the object's checksum.
   RPC_FAIL = -900,                  // [retry] peer unreachable or connection broken.
   RPC_TIMEOUT = -901,               // [retry] the call's deadline passed.
+  // [retry] etcd (master high availability) unreachable or its answer unusable; the message
+  // names the endpoints tried. Mooncake's number.
+  ETCD_OPERATION_ERROR = -1000,
   UNAVAILABLE_IN_CURRENT_STATUS = -1010,  // [retry] e.g. client not set up, node draining.
   UNAVAILABLE_IN_CURRENT_MODE = -1011,    // [no-retry]
   NOT_SUPPORTED = -1012,                  // [no-retry]
+  // [retry after re-resolving] the master asked is not the pool's leader now (a standby, a
+  // leader that lost its etcd lease, or an answer from an older leadership epoch): ask etcd who
+  // leads and send the request there. A client given an etcd:// address does that itself
+  // within the call's deadline (docs/failure-model.md, "Master high availability").
+  NOT_LEADER = -1050,
   FILE_NOT_FOUND = -1100,                 // [no-retry]
   FILE_OPEN_FAIL = -1101,                 // [no-retry]
   FILE_READ_FAIL = -1102,                 // [no-retry]

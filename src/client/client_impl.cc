@@ -10,6 +10,7 @@
 #include "client/client_security.h"
 #include "common/keys.h"
 #include "common/random_id.h"
+#include "ha/etcd_address.h"
 #include "rpc/endpoint.h"
 
 namespace kvpool {
@@ -90,8 +91,9 @@ Status ClientImpl::Init() {
     return Status(ErrorCode::INVALID_PARAMS,
                   fmt::format("protocol '{}' is unknown; use 'tcp'", options_.protocol));
   }
-  auto ep = rpc::ParseEndpoint(options_.master_server_address, 50051, "master_server_address");
-  if (!ep.ok()) return ep.status();
+  auto master =
+      ha::ParseMasterAddress(options_.master_server_address, 50051, "master_server_address");
+  if (!master.ok()) return master.status();
   if (options_.global_segment_size > 0) {
     // Peers reach the segment by this name: one that does not resolve would mount a segment
     // nobody can read (the data server itself listens on bind_host either way).
@@ -100,8 +102,8 @@ Status ClientImpl::Init() {
   auto security = ResolveClientSecurity(options_);
   if (!security.ok()) return security.status();
   data_pool_.SetConnectOptions(security->connect);
-  master_ = std::make_unique<master::MasterClient>(
-      *ep, client_id_, std::make_shared<rpc::ConnectionPool>(client_id_, 8, security->connect));
+  master_ = master::MasterClient::For(
+      *master, client_id_, std::make_shared<rpc::ConnectionPool>(client_id_, 8, security->connect));
   if (hosting_.require_master) {
     // First contact doubles as the reachability check: a wrong address fails Setup, not a put.
     auto ping = master_->Ping(RpcDeadline());

@@ -335,6 +335,9 @@ Result<PoolStat> StandaloneClient::Stat() {
   s.refused_leased_or_pinned = r.refused_leased_or_pinned();
   s.refused_tenant_quota = r.refused_tenant_quota();
   s.refused_no_segment = r.refused_no_segment();
+  s.ha_role = r.ha_role();
+  s.leader_epoch = r.leader_epoch();
+  s.leader_address = r.leader_address();
   for (const auto& seg : r.segments()) {
     s.segments.push_back(
         {seg.segment_name(), seg.endpoint(), seg.size(), seg.used(), seg.object_count()});

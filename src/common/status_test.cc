@@ -13,6 +13,9 @@ TEST(StatusTest, NumbersMatchMooncake) {
   EXPECT_EQ(static_cast<int>(ErrorCode::RPC_FAIL), -900);
   EXPECT_EQ(static_cast<int>(ErrorCode::RPC_TIMEOUT), -901);
   EXPECT_EQ(static_cast<int>(ErrorCode::TENANT_QUOTA_EXCEEDED), -1700);
+  EXPECT_EQ(static_cast<int>(ErrorCode::ETCD_OPERATION_ERROR), -1000);
+  EXPECT_EQ(static_cast<int>(ErrorCode::NOT_LEADER), -1050);
+  EXPECT_EQ(ErrorCodeName(ErrorCode::NOT_LEADER), "NOT_LEADER");
 }
 
 TEST(StatusTest, ToStringCarriesContext) {

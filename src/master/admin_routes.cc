@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/keys.h"
+#include "common/metrics.h"
 #include "common/tenant_key.h"
 
 namespace kvpool::master {
@@ -102,7 +103,13 @@ const std::vector<std::string_view>& AdminRoutes::Paths() {
 }
 
 AdminResponse AdminRoutes::Get(std::string_view path, const Params& params) const {
-  if (path == "/health") return {200, "text/plain", "OK"};
+  if (path == "/health") {
+    if (!ha_view_) return {200, "text/plain", "OK"};
+    HaView v = ha_view_();
+    return {200, "text/plain",
+            fmt::format("OK role={} epoch={} leader={} cluster={}\n", v.role, v.epoch,
+                        v.leader.empty() ? "none" : v.leader, v.cluster)};
+  }
   if (path == "/metrics") return Metrics();
   if (path == "/segments") return Segments();
   if (path == "/objects") return ObjectList(params);
@@ -147,7 +154,23 @@ AdminResponse AdminRoutes::Metrics() const {
   pool.pending_objects = core_->PendingObjects();
   pool.start_unix_seconds = start_unix_seconds_;
   pool.tenants = TenantGauges(*core_);
-  return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_->Render(pool)};
+  std::string text = metrics_->Render(pool);
+  if (ha_view_) {
+    HaView v = ha_view_();
+    metrics::TextWriter w;
+    w.Family("kvpool_master_ha_role", "gauge",
+             "Constant 1, labelled with this master's role (leader, restoring, standby, lost), "
+             "the leader it knows and the cluster.");
+    w.Sample("kvpool_master_ha_role",
+             {{"role", v.role}, {"leader", v.leader}, {"cluster", v.cluster}}, uint64_t{1});
+    w.WriteGauge("kvpool_master_ha_epoch",
+                 "Leadership epoch of the leader this master knows (its own while leading).",
+                 static_cast<double>(v.epoch));
+    w.WriteGauge("kvpool_master_ha_leader", "1 while this master leads and serves, else 0.",
+                 v.role == "leader" ? 1.0 : 0.0);
+    text += w.Take();
+  }
+  return {200, "text/plain; version=0.0.4; charset=utf-8", std::move(text)};
 }
 
 AdminResponse AdminRoutes::Segments() const {

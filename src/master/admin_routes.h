@@ -1,7 +1,8 @@
 // What the master's HTTP admin endpoints answer, free of any HTTP server (common/http_server.h
 // serves them; tests and the fuzzer call them directly).
 //
-//   /health                          200 "OK"
+//   /health                          200 "OK"; with HA "OK role=leader epoch=N leader=HOST:PORT
+//                                    cluster=etcd://…" (role: leader, restoring, standby, lost)
 //   /metrics                         Prometheus text (MasterMetrics::Render)
 //   /segments                        JSON: every mounted segment and the pool's totals
 //   /objects?prefix=&limit=&cursor=  JSON: one page of keys (MasterCore::ListObjects); follow
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "common/http_server.h"
+#include "master/leader_election.h"
 #include "master/master_core.h"
 #include "master/master_metrics.h"
 
@@ -49,6 +51,10 @@ class AdminRoutes {
         metrics_(metrics),
         start_unix_seconds_(start_unix_seconds),
         clock_(std::move(clock)) {}
+
+  // With HA: /health and /metrics show what `view` returns (role, epoch, leader). Call before
+  // serving.
+  void SetHaView(std::function<HaView()> view) { ha_view_ = std::move(view); }
 
   // Answers GET `path` with query `params` (already URL-decoded).
   AdminResponse Get(std::string_view path, const Params& params) const;
@@ -70,6 +76,7 @@ class AdminRoutes {
   const MasterMetrics* const metrics_;
   const double start_unix_seconds_;
   const ClockFn clock_;
+  std::function<HaView()> ha_view_;  // empty without HA
 };
 
 }  // namespace kvpool::master

@@ -1,7 +1,9 @@
 #include "master/master.h"
 
 #include <fmt/format.h>
+#include <signal.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <cstdio>
 
@@ -22,6 +24,28 @@ void Tally(const HousekeepingReport& r, HousekeepingTotals& t) {
   t.watermark_evicted_objects.Add(r.evicted.objects);
 }
 
+std::unique_ptr<LeaderElection> ElectionOf(const MasterOptions& o) {
+  if (!o.enable_ha) return nullptr;
+  ha::EtcdTarget target;
+  target.endpoints = ha::ParseEtcdEndpoints(o.etcd_endpoints, "--etcd_endpoints").value();
+  target.cluster_id = o.cluster_id;
+  const auto ttl = std::chrono::seconds(o.ha_lease_ttl_sec);
+  ElectionOptions eo;
+  eo.fence_margin = std::chrono::duration_cast<Clock::duration>(ttl) / 3;
+  eo.restore_wait = std::chrono::milliseconds(o.ha_restore_wait_ms);
+  return std::make_unique<LeaderElection>(ha::MakeEtcdCoordinator(target, ttl), eo, nullptr);
+}
+
+// The host published as the leader's address: --ha_advertise_host, or --rpc_host unless it is
+// a wildcard, else this machine's name.
+std::string AdvertiseHost(const MasterOptions& o) {
+  if (!o.ha_advertise_host.empty()) return o.ha_advertise_host;
+  if (o.rpc_host != "0.0.0.0" && o.rpc_host != "::") return o.rpc_host;
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "127.0.0.1";
+  return name;
+}
+
 rpc::ServerOptions ServerOptionsOf(const MasterOptions& o) {
   rpc::ServerOptions s;
   s.name = "kvpool master";
@@ -40,8 +64,15 @@ Master::Master(const MasterOptions& options)
     : options_(options),
       core_(options),
       service_(&core_, &Clock::now, GrantIssuer::For(options)),
-      server_(std::make_unique<rpc::Server>(ServerOptionsOf(options), &service_)),
+      election_(ElectionOf(options)),
+      ha_service_(election_ != nullptr ? std::make_unique<HaService>(&service_, election_.get())
+                                       : nullptr),
+      server_(std::make_unique<rpc::Server>(ServerOptionsOf(options),
+                                            ha_service_ != nullptr
+                                                ? static_cast<rpc::Service*>(ha_service_.get())
+                                                : static_cast<rpc::Service*>(&service_))),
       routes_(&core_, &service_.metrics(), UnixNow()) {
+  if (election_ != nullptr) routes_.SetHaView([this] { return ha_view(); });
   if (options.enable_http_admin) {
     HttpHandlers handlers;
     handlers.get = [this](std::string_view path, const HttpParams& params) {
@@ -62,7 +93,12 @@ Master::Master(const MasterOptions& options)
 
 Master::~Master() { Stop(); }
 
-Status Master::Start() {
+HaView Master::ha_view() const {
+  if (election_ == nullptr) return HaView{"single", 0, "", ""};
+  return election_->view();
+}
+
+Status Master::Start(std::function<void()> on_lost_leadership) {
   {
     std::lock_guard lock(mu_);
     if (started_) {
@@ -75,6 +111,16 @@ Status Master::Start() {
   if (st.ok()) {
     st = server_->Start();
     if (!st.ok() && http_ != nullptr) http_->Stop();
+  }
+  if (st.ok() && election_ != nullptr) {
+    // Serving answers NOT_LEADER until the election says otherwise.
+    election_->SetOnLost(std::move(on_lost_leadership));
+    st = election_->Start(AdvertiseHost(options_) + ":" + std::to_string(server_->port()),
+                          DeadlineAfter(kEtcdStartupDeadline));
+    if (!st.ok()) {
+      server_->Stop();
+      if (http_ != nullptr) http_->Stop();
+    }
   }
   if (!st.ok()) {
     std::lock_guard lock(mu_);
@@ -104,6 +150,7 @@ void Master::Stop() {
     stopping_ = true;
   }
   cv_.notify_all();
+  if (election_ != nullptr) election_->Stop();  // a leader resigns first: a standby takes over
   if (http_ != nullptr) http_->Stop();
   if (housekeeper_.joinable()) housekeeper_.join();
   server_->Stop();
@@ -133,7 +180,9 @@ int RunMaster(const MasterOptions& options) {
     return 1;
   }
   Master master(options);
-  st = master.Start();
+  // Leadership lost: wake the signal wait below (the process then exits with 1, and its
+  // supervisor restarts it as a standby with an empty table).
+  st = master.Start([] { kill(getpid(), SIGTERM); });
   if (!st.ok()) {
     // Both servers' errors name the address they could not bind.
     std::fprintf(stderr, "kvpool master: cannot start: %s\n", st.ToString().c_str());
@@ -147,7 +196,20 @@ int RunMaster(const MasterOptions& options) {
         "/object /clients)",
         MetricsHostOf(options), master.http_port());
   }
+  if (options.enable_ha) {
+    HaView v = master.ha_view();
+    spdlog::info("kvpool master ha: cluster={} role={} leader={} epoch={}", v.cluster, v.role,
+                 v.leader.empty() ? "none" : v.leader, v.epoch);
+  }
   int sig = WaitForTerminationSignal();
+  if (master.lost_leadership()) {
+    master.Stop();
+    std::fprintf(stderr,
+                 "kvpool master: lost leadership of %s; exiting (restart it to join as a "
+                 "standby)\n",
+                 master.ha_view().cluster.c_str());
+    return 1;
+  }
   spdlog::info("kvpool master stopping on signal {}", sig);
   master.Stop();
   return 0;

@@ -4,6 +4,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -11,6 +12,8 @@
 #include "common/http_server.h"
 #include "kvpool/status.h"
 #include "master/admin_routes.h"
+#include "master/ha_service.h"
+#include "master/leader_election.h"
 #include "master/master_core.h"
 #include "master/master_options.h"
 #include "master/master_service.h"
@@ -29,10 +32,13 @@ class Master {
   // Binds the RPC port and starts the server threads, the housekeeping thread (which calls
   // MasterCore::Housekeeping every options.housekeeping_interval) and, with enable_http_admin,
   // the HTTP admin server on metrics_port.
+  // With enable_ha it then joins the election (master/leader_election.h) and serves as leader
+  // only once elected; `on_lost_leadership` runs (on the election thread) if leadership is lost.
   // Errors: RPC_FAIL naming the address when the RPC or the metrics port is taken (nothing is
-  // left running); INVALID_PARAMS for a host that is not an IP address;
+  // left running); INVALID_PARAMS for a host that is not an IP address; with HA,
+  // ETCD_OPERATION_ERROR / RPC_TIMEOUT naming etcd when it does not answer within 5 s;
   // UNAVAILABLE_IN_CURRENT_STATUS when already started (a failed Start may be retried).
-  Status Start();
+  Status Start(std::function<void()> on_lost_leadership = {});
   // Stops serving, joins every thread. Idempotent; safe without Start().
   void Stop();
 
@@ -44,6 +50,12 @@ class Master {
   // For in-process callers and tests. Thread-safe.
   MasterCore& core() { return core_; }
   const MasterMetrics& metrics() const { return service_.metrics(); }
+  // With enable_ha: role, epoch and leader (what /health shows). Role "single" without HA.
+  HaView ha_view() const;
+  // With enable_ha, after Start: true once leadership was lost (the process should exit).
+  bool lost_leadership() const { return election_ != nullptr && election_->lost(); }
+  // How long Start waits for etcd's first answer.
+  static constexpr Clock::duration kEtcdStartupDeadline = std::chrono::seconds(5);
 
  private:
   void HousekeepingLoop();
@@ -51,6 +63,8 @@ class Master {
   const MasterOptions options_;
   MasterCore core_;
   MasterService service_;
+  std::unique_ptr<LeaderElection> election_;  // null without enable_ha
+  std::unique_ptr<HaService> ha_service_;     // null without enable_ha
   std::unique_ptr<rpc::Server> server_;
   AdminRoutes routes_;
   std::unique_ptr<HttpServer> http_;  // null unless enable_http_admin

@@ -1,6 +1,9 @@
 #include "master/master_client.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <thread>
 
 #include "common/key_chunks.h"
 #include "common/keys.h"
@@ -59,11 +62,124 @@ MasterClient::MasterClient(rpc::Endpoint master, std::string client_id,
       client_id_(std::move(client_id)),
       pool_(pool ? std::move(pool) : std::make_shared<rpc::ConnectionPool>(client_id_)) {}
 
-Status MasterClient::Call(rpc::Method method, const google::protobuf::MessageLite& request,
-                          google::protobuf::MessageLite* response, Deadline deadline) {
-  auto conn = pool_->Acquire(master_, deadline);
+MasterClient::MasterClient(std::shared_ptr<ha::LeaderLocator> locator, std::string client_id,
+                           std::shared_ptr<rpc::ConnectionPool> pool)
+    : locator_(std::move(locator)),
+      client_id_(std::move(client_id)),
+      pool_(pool ? std::move(pool) : std::make_shared<rpc::ConnectionPool>(client_id_)) {}
+
+std::unique_ptr<MasterClient> MasterClient::For(const ha::MasterAddress& address,
+                                                std::string client_id,
+                                                std::shared_ptr<rpc::ConnectionPool> pool) {
+  if (!address.via_etcd) {
+    return std::make_unique<MasterClient>(address.endpoint, std::move(client_id), std::move(pool));
+  }
+  return std::make_unique<MasterClient>(std::make_shared<ha::LeaderLocator>(address.etcd),
+                                        std::move(client_id), std::move(pool));
+}
+
+rpc::Endpoint MasterClient::master() const {
+  if (locator_ == nullptr) return master_;
+  std::lock_guard lock(last_mu_);
+  return last_;
+}
+
+std::string MasterClient::address_string() const {
+  return locator_ == nullptr ? master_.ToString() : locator_->Describe();
+}
+
+bool MasterClient::Believe(uint64_t epoch) {
+  if (locator_ != nullptr) return locator_->Observe(epoch);
+  if (epoch == 0) return true;
+  uint64_t seen = newest_epoch_.load(std::memory_order_acquire);
+  while (epoch > seen && !newest_epoch_.compare_exchange_weak(seen, epoch)) {
+  }
+  return epoch >= seen;
+}
+
+Status MasterClient::CallAt(const rpc::Endpoint& ep, rpc::Method method,
+                            const google::protobuf::MessageLite& request,
+                            google::protobuf::MessageLite* response, Deadline deadline,
+                            bool* sent) {
+  *sent = false;
+  auto conn = pool_->Acquire(ep, deadline);
   if (!conn.ok()) return conn.status();
+  *sent = true;
   return (*conn)->Call(method, request, response, deadline);
+}
+
+namespace {
+
+// Requests that change nothing at the master: safe to send again after a broken connection.
+bool ChangesNothing(rpc::Method method) {
+  switch (method) {
+    case rpc::PING:
+    case rpc::GET_REPLICA_LIST:
+    case rpc::EXISTS:
+    case rpc::EXISTS_PREFIX:
+    case rpc::STAT:
+    case rpc::LEASE_RELEASE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+template <typename Reply>
+Status MasterClient::Call(rpc::Method method, const google::protobuf::MessageLite& request,
+                          Reply* response, Deadline deadline) {
+  auto epoch_of = [](const Reply& r) -> uint64_t {
+    if constexpr (requires { r.leader_epoch(); }) {
+      return r.leader_epoch();
+    } else {
+      return 0;
+    }
+  };
+  auto stale = [&](const rpc::Endpoint& ep) {
+    return Status(
+        ErrorCode::NOT_LEADER,
+        fmt::format("master {} answered for leadership epoch {}, older than epoch {} "
+                    "already seen: answer not believed",
+                    ep.ToString(), epoch_of(*response),
+                    locator_ != nullptr ? locator_->newest_epoch() : newest_epoch_.load()));
+  };
+  if (locator_ == nullptr) {
+    bool sent = false;
+    Status st = CallAt(master_, method, request, response, deadline, &sent);
+    if (st.ok() && !Believe(epoch_of(*response))) return stale(master_);
+    return st;
+  }
+  // Through etcd: find the leader, and on a lost or refusing one find it again, until the
+  // deadline. Back-off from 20 ms to 200 ms between tries.
+  Clock::duration backoff = std::chrono::milliseconds(20);
+  for (;;) {
+    auto ep = locator_->Current(deadline);
+    Status st = ep.status();
+    bool sent = false;
+    if (ep.ok()) {
+      {
+        std::lock_guard lock(last_mu_);
+        last_ = *ep;
+      }
+      st = CallAt(*ep, method, request, response, deadline, &sent);
+      if (st.ok() && Believe(epoch_of(*response))) return st;
+      if (st.ok()) {
+        st = stale(*ep);
+        sent = false;  // a stale master's state is not the pool's: sending again is safe
+      }
+      if (st.code() != ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS) locator_->Forget(*ep);
+    }
+    const ErrorCode c = st.code();
+    const bool again = c == ErrorCode::NOT_LEADER ||
+                       c == ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS ||
+                       c == ErrorCode::ETCD_OPERATION_ERROR ||
+                       (c == ErrorCode::RPC_FAIL && (!sent || ChangesNothing(method)));
+    if (!again || Clock::now() + backoff >= deadline) return st;
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min<Clock::duration>(backoff * 2, std::chrono::milliseconds(200));
+  }
 }
 
 template <typename Reply>

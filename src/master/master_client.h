@@ -11,9 +11,19 @@
 // FlushLeaseReleases sends (a background thread's job: client/lease_flusher.h). A request that
 // fails puts its ids back, so they go with the next one; the master ignores ids it has ended.
 //
+// Master high availability: a stub made from an etcd:// address (ha/leader_locator.h) asks etcd
+// which master leads, and on RPC_FAIL, NOT_LEADER (a standby answered, or an answer carried an
+// older leadership epoch than one already seen) or UNAVAILABLE_IN_CURRENT_STATUS (a new leader
+// still restoring) it asks again and retries within the call's deadline: always when the
+// request cannot have been applied (refused, or no connection), and after a broken connection
+// only for requests that change nothing (ping, get replica list, exists, stat). A put start,
+// put end, remove or mount whose connection broke mid-call fails with RPC_FAIL (per key), as
+// without HA. Any stub refuses an answer whose leader_epoch is older than the newest it saw.
+//
 // Threading: thread-safe; concurrent calls use separate pooled connections.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -24,6 +34,8 @@
 #include <vector>
 
 #include "common/time.h"
+#include "ha/etcd_address.h"
+#include "ha/leader_locator.h"
 #include "kvpool/status.h"
 #include "rpc/connection_pool.h"
 #include "rpc/endpoint.h"
@@ -47,9 +59,18 @@ class MasterClient {
   // `pool` may be shared with other stubs; null makes a private one.
   MasterClient(rpc::Endpoint master, std::string client_id,
                std::shared_ptr<rpc::ConnectionPool> pool = nullptr);
+  // Calls whichever master leads, as `locator` finds it (ha/leader_locator.h).
+  MasterClient(std::shared_ptr<ha::LeaderLocator> locator, std::string client_id,
+               std::shared_ptr<rpc::ConnectionPool> pool = nullptr);
+  // A stub for `address` (ha/etcd_address.h): fixed, or through a locator for etcd://.
+  static std::unique_ptr<MasterClient> For(const ha::MasterAddress& address, std::string client_id,
+                                           std::shared_ptr<rpc::ConnectionPool> pool = nullptr);
 
   const std::string& client_id() const { return client_id_; }
-  const rpc::Endpoint& master() const { return master_; }
+  // The master called last (with a locator: the leader last found; port 0 before any).
+  rpc::Endpoint master() const;
+  // "host:port" or "etcd://…", for messages.
+  std::string address_string() const;
 
   Result<rpc::PingReply> Ping(Deadline deadline);
   // A ping with journal acks and a long-poll wait (`req.client_id` is filled in).
@@ -117,8 +138,15 @@ class MasterClient {
   // CallFor for a request carrying released_leases: they are returned to the queue on failure.
   template <typename Reply, typename Req>
   Result<Reply> CallReleasing(rpc::Method method, Req& request, Deadline deadline);
-  Status Call(rpc::Method method, const google::protobuf::MessageLite& request,
-              google::protobuf::MessageLite* response, Deadline deadline);
+  template <typename Reply>
+  Status Call(rpc::Method method, const google::protobuf::MessageLite& request, Reply* response,
+              Deadline deadline);
+  // One attempt at `ep`; `sent` tells whether the request may have reached it.
+  Status CallAt(const rpc::Endpoint& ep, rpc::Method method,
+                const google::protobuf::MessageLite& request,
+                google::protobuf::MessageLite* response, Deadline deadline, bool* sent);
+  // The leadership epoch of an answer is acceptable (not older than one seen).
+  bool Believe(uint64_t epoch);
   template <typename Reply>
   Result<Reply> CallFor(rpc::Method method, const google::protobuf::MessageLite& request,
                         Deadline deadline);
@@ -127,8 +155,12 @@ class MasterClient {
                                           const rpc::ReplicateConfig& config, bool upsert,
                                           Deadline deadline, std::string_view client_host);
 
-  const rpc::Endpoint master_;
+  const rpc::Endpoint master_;                        // without a locator
+  const std::shared_ptr<ha::LeaderLocator> locator_;  // null for a fixed address
   const std::string client_id_;
+  std::atomic<uint64_t> newest_epoch_{0};  // without a locator: the newest leader_epoch seen
+  mutable std::mutex last_mu_;
+  rpc::Endpoint last_;  // guarded by last_mu_: with a locator, the master called last
   const std::shared_ptr<rpc::ConnectionPool> pool_;
 
   mutable std::mutex release_mu_;

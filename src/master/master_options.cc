@@ -9,6 +9,7 @@
 
 #include "common/tenant_key.h"
 #include "common/units.h"
+#include "ha/etcd_address.h"
 #include "master/placement.h"
 
 namespace kvpool::master {
@@ -96,8 +97,46 @@ void AddMasterFlags(CLI::App& app, MasterOptions& o) {
         }
       },
       "TENANT=SIZE: replica bytes tenant TENANT may hold (repeatable, e.g. a=8GB)");
+  app.add_option("--enable_ha", o.enable_ha,
+                 "join a leader election in etcd with other masters (true/false)")
+      ->capture_default_str();
+  app.add_option("--etcd_endpoints", o.etcd_endpoints,
+                 "etcd members for --enable_ha, \"h1:2379;h2:2379\"");
+  app.add_option("--cluster_id", o.cluster_id, "the pool's name in etcd (--enable_ha)")
+      ->capture_default_str();
+  app.add_option("--ha_backend_type", o.ha_backend_type, "coordinator for --enable_ha: etcd")
+      ->capture_default_str();
+  app.add_option("--ha_lease_ttl_sec", o.ha_lease_ttl_sec,
+                 "leadership lease in seconds (a dead leader is replaced within about this)")
+      ->capture_default_str();
+  app.add_option("--ha_restore_wait_ms", o.ha_restore_wait_ms,
+                 "a new leader lets nodes re-register this long before it serves keys")
+      ->capture_default_str();
+  app.add_option("--ha_advertise_host", o.ha_advertise_host,
+                 "host published as the leader's address (default: --rpc_host or host name)");
   rpc::AddSecurityFlags(app, o.security, /*server=*/true);
   AddConfigFileFlag(app, "master", o.config_source);
+}
+
+Status ValidateHaOptions(const MasterOptions& o) {
+  if (!o.enable_ha) return Status::Ok();
+  if (o.ha_backend_type != "etcd") {
+    return Bad("ha_backend_type", o.ha_backend_type, "etcd (the only coordinator so far)");
+  }
+  if (o.etcd_endpoints.empty()) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  "--enable_ha needs --etcd_endpoints, e.g. \"10.0.0.1:2379;10.0.0.2:2379\"");
+  }
+  auto members = ha::ParseEtcdEndpoints(o.etcd_endpoints, "--etcd_endpoints");
+  if (!members.ok()) return members.status();
+  KVPOOL_RETURN_IF_ERROR(ha::ValidateClusterId(o.cluster_id, "--cluster_id"));
+  if (o.ha_lease_ttl_sec < 1 || o.ha_lease_ttl_sec > 60) {
+    return Bad("ha_lease_ttl_sec", std::to_string(o.ha_lease_ttl_sec), "1..60 seconds");
+  }
+  if (o.ha_restore_wait_ms < 0 || o.ha_restore_wait_ms > 60000) {
+    return Bad("ha_restore_wait_ms", std::to_string(o.ha_restore_wait_ms), "0..60000 milliseconds");
+  }
+  return Status::Ok();
 }
 
 Status ValidateMasterOptions(const MasterOptions& o) {
@@ -162,6 +201,7 @@ Status ValidateMasterOptions(const MasterOptions& o) {
                "random, free_ratio_first or local_first");
   }
   KVPOOL_RETURN_IF_ERROR(rpc::ValidateTls(o.security, /*also_client=*/false));
+  KVPOOL_RETURN_IF_ERROR(ValidateHaOptions(o));
   if (o.housekeeping_interval <= Clock::duration::zero()) {
     return Status(ErrorCode::INVALID_PARAMS, "housekeeping_interval must be positive");
   }

@@ -82,6 +82,23 @@ struct MasterOptions {
   // then fails with TENANT_QUOTA_EXCEEDED. Flag --tenant_quota TENANT=SIZE (repeatable, e.g.
   // a=8GB; "default=..." for the default tenant). Default: none (no tenant has a quota).
   std::map<std::string, uint64_t, std::less<>> tenant_quotas;
+  // Master high availability (docs/operations.md, "Three masters"). With enable_ha the master
+  // joins the election of cluster `cluster_id` in etcd: one master leads and serves, the others
+  // are standbys that refuse RPCs with NOT_LEADER and take over when the leader's lease lapses.
+  // Flags --enable_ha (true/false, default false), --etcd_endpoints "h1:2379;h2:2379" (required
+  // with HA), --cluster_id (default "kvpool"), --ha_backend_type (only "etcd"; Mooncake's
+  // names), --ha_lease_ttl_sec (default 3, range 1..60: a dead leader is replaced within about
+  // this long), --ha_restore_wait_ms (default 2000, range 0..60000: a new leader serves only
+  // node traffic this long while the nodes re-register their objects), --ha_advertise_host (the
+  // host published with the RPC port as the leader's address; default: --rpc_host, or this
+  // machine's host name when that is a wildcard).
+  bool enable_ha = false;
+  std::string etcd_endpoints;
+  std::string cluster_id = "kvpool";
+  std::string ha_backend_type = "etcd";
+  int ha_lease_ttl_sec = 3;
+  int ha_restore_wait_ms = 2000;
+  std::string ha_advertise_host;
   // --config FILE and which flags it set (common/config_file.h), for messages naming the line.
   ConfigSource config_source;
   // How often the housekeeping thread expires clients, reclaims reservations and checks the
@@ -99,6 +116,9 @@ void AddMasterFlags(CLI::App& app, MasterOptions& o);
 
 // OK, or INVALID_PARAMS naming the first bad flag, its value and the valid range.
 Status ValidateMasterOptions(const MasterOptions& o);
+
+// The --enable_ha flags alone (part of ValidateMasterOptions): OK without HA.
+Status ValidateHaOptions(const MasterOptions& o);
 
 // Parses one --tenant_quota value, "TENANT=SIZE", into o.tenant_quotas (a later one for the
 // same tenant wins). INVALID_PARAMS naming the value when it is not of that form, the tenant id

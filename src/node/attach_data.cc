@@ -233,6 +233,9 @@ LocalReply AttachService::Query(uint16_t method, const std::string& meta) {
     r.set_refused_leased_or_pinned(s->refused_leased_or_pinned);
     r.set_refused_tenant_quota(s->refused_tenant_quota);
     r.set_refused_no_segment(s->refused_no_segment);
+    r.set_ha_role(s->ha_role);
+    r.set_leader_epoch(s->leader_epoch);
+    r.set_leader_address(s->leader_address);
     for (const auto& seg : s->segments) {
       rpc::SegmentInfo* info = r.add_segments();
       info->set_segment_name(seg.name);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "common/units.h"
+#include "ha/etcd_address.h"
 #include "rpc/endpoint.h"
 
 namespace kvpool::node {
@@ -14,7 +15,8 @@ void AddNodeFlags(CLI::App& app, NodeOptions& o) {
   app.add_option("--bind_address", o.bind_address,
                  "IP to listen on (default: --host if it is an IP, else 0.0.0.0)");
   app.add_option("--port", o.port, "Data port (TCP)")->capture_default_str();
-  app.add_option("--master_server_address", o.master_server_address, "Master host:port")
+  app.add_option("--master_server_address", o.master_server_address,
+                 "Master host:port, or etcd://h1:2379;h2:2379[/cluster_id]")
       ->capture_default_str();
   app.add_option("--global_segment_size", o.global_segment_size,
                  "DRAM this node contributes, e.g. 4GB, 512MB")
@@ -63,7 +65,7 @@ Status ValidateNodeOptions(NodeOptions& o) {
     return Status(ErrorCode::INVALID_PARAMS, "--global_segment_size must be larger than 0");
   }
   o.segment_bytes = *size;
-  auto master = rpc::ParseEndpoint(o.master_server_address, 50051, "--master_server_address");
+  auto master = ha::ParseMasterAddress(o.master_server_address, 50051, "--master_server_address");
   if (!master.ok()) return master.status();
   if (o.host.empty()) return Status(ErrorCode::INVALID_PARAMS, "--host must not be empty");
   if (o.bind_address.empty()) {

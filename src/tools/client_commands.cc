@@ -229,7 +229,10 @@ void PrintStatJson(const PoolStat& s) {
                       {"puts_refused",
                        {{"leased_or_pinned", s.refused_leased_or_pinned},
                         {"tenant_quota", s.refused_tenant_quota},
-                        {"no_segment", s.refused_no_segment}}}};
+                        {"no_segment", s.refused_no_segment}}},
+                      {"ha_role", s.ha_role},
+                      {"leader_epoch", s.leader_epoch},
+                      {"leader", s.leader_address}};
   std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
@@ -254,6 +257,10 @@ int PrintStat(const ClientCommandOptions& o) {
       "segment\n",
       s->leases_held, FormatSize(s->bytes_leased), s->refused_leased_or_pinned,
       s->refused_tenant_quota, s->refused_no_segment);
+  if (!s->leader_address.empty()) {
+    std::cout << fmt::format("master: leader {} epoch {} ({})\n", s->leader_address,
+                             s->leader_epoch, s->ha_role);
+  }
   std::cout << fmt::format("{:<28} {:>12} {:>12} {:>10}\n", "segment", "size", "used", "objects");
   for (const auto& seg : s->segments) {
     std::cout << fmt::format("{:<28} {:>12} {:>12} {:>10}\n", seg.name, FormatSize(seg.size),
@@ -266,7 +273,9 @@ int PrintStat(const ClientCommandOptions& o) {
 
 void AddClientCommands(CLI::App& app, ClientCommandOptions& o, int& exit_code) {
   auto add_common = [&o](CLI::App* cmd) {
-    cmd->add_option("--master", o.master, "Master host:port")->capture_default_str();
+    cmd->add_option("--master", o.master,
+                    "Master host:port, or etcd://h1:2379;h2:2379[/cluster_id]")
+        ->capture_default_str();
     cmd->add_option("--timeout_ms", o.timeout_ms, "Deadline of each call (1..600000)")
         ->check(CLI::Range(1, 600000))
         ->capture_default_str();

@@ -1,5 +1,6 @@
 // The parsers of operator-typed values: ParseSize ("4GB", "1.5 MiB"), ParseEndpoint
-// ("host:port", "[::1]:50051"), ValidateKey and UnpackKeys (EXISTS requests' packed keys). The
+// ("host:port", "[::1]:50051"), ParseMasterAddress ("etcd://h1:2379;h2:2379/cluster"),
+// ValidateKey and UnpackKeys (EXISTS requests' packed keys). The
 // first byte picks the parser, the rest is the text. Checked beyond "no crash": a parsed size
 // prints and parses back to itself when it is a whole number of the unit FormatSize picks, a parsed
 // endpoint round-trips, and unpacked keys pack back to the same bytes.
@@ -10,6 +11,7 @@
 #include "common/keys.h"
 #include "common/units.h"
 #include "fuzz_input.h"
+#include "ha/etcd_address.h"
 #include "rpc/endpoint.h"
 
 using namespace kvpool;
@@ -44,6 +46,25 @@ void Endpoint(std::string_view text, uint16_t default_port) {
   if (!again.ok() || again->host != ep->host || again->port != ep->port) std::abort();
 }
 
+// A master address: an error is INVALID_PARAMS with a message; an etcd:// one has members with
+// ports and a valid cluster id, and prints back to an address that parses to the same.
+void MasterAddress(std::string_view text) {
+  auto a = ha::ParseMasterAddress(text, 50051, "--fuzz");
+  if (!a.ok()) {
+    if (a.code() != ErrorCode::INVALID_PARAMS || a.status().message().empty()) std::abort();
+    return;
+  }
+  if (!a->via_etcd) return;
+  if (a->etcd.endpoints.empty() || !ha::ValidateClusterId(a->etcd.cluster_id, "id").ok()) {
+    std::abort();
+  }
+  for (const rpc::Endpoint& ep : a->etcd.endpoints) {
+    if (ep.port == 0 || ep.host.empty()) std::abort();
+  }
+  auto again = ha::ParseMasterAddress(a->ToString(), 50051, "--fuzz");
+  if (!again.ok() || again->ToString() != a->ToString()) std::abort();
+}
+
 void Key(std::string_view key) {
   Status st = ValidateKey(key);
   bool want_ok = !key.empty() && key.size() <= kMaxKeyBytes;
@@ -72,7 +93,7 @@ void Packed(std::string_view packed) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::FuzzInput in(data, size);
-  switch (in.U8() % 4) {
+  switch (in.U8() % 5) {
     case 0:
       Size(in.Rest());
       break;
@@ -83,6 +104,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     case 2:
       Key(in.Rest());
+      break;
+    case 4:
+      MasterAddress(in.Rest());
       break;
     default:
       Packed(in.Rest());

@@ -60,6 +60,8 @@ void ParserSeeds() {
   Write("parsers", "key", std::string("\x02") + "model/layer-3/page-000042");
   const std::vector<std::string> keys = {"model/layer-3/page-000042", std::string(200, 'k'), "x"};
   Write("parsers", "packed_keys", std::string("\x03") + PackKeys(keys));
+  Write("parsers", "master_address_etcd", std::string("\x04") + "etcd://10.0.0.1:2379;[::1]/prod");
+  Write("parsers", "master_address_plain", std::string("\x04") + "10.0.0.1");
 }
 
 // ---- master_service: records [op][clock step x 50 ms][len u16][bytes] ----

@@ -1,0 +1,94 @@
+#include "ha/etcd_address.h"
+
+#include <fmt/format.h>
+
+namespace kvpool::ha {
+namespace {
+
+constexpr std::string_view kScheme = "etcd://";
+constexpr std::string_view kForm = "etcd://host:port[;host:port...][/cluster_id]";
+
+Status BadAddress(std::string_view what, std::string_view text, std::string_view why) {
+  return Status(ErrorCode::INVALID_PARAMS, fmt::format("{}='{}': {}; expected host:port or {}",
+                                                       what, text.substr(0, 256), why, kForm));
+}
+
+}  // namespace
+
+std::string EtcdTarget::ToString() const {
+  std::string out(kScheme);
+  for (size_t i = 0; i < endpoints.size(); ++i) {
+    if (i > 0) out += ';';
+    const rpc::Endpoint& ep = endpoints[i];
+    // An IPv6 host in brackets, so that the text parses back.
+    out += ep.host.find(':') != std::string::npos ? "[" + ep.host + "]:" + std::to_string(ep.port)
+                                                  : ep.ToString();
+  }
+  return out + "/" + cluster_id;
+}
+
+Result<std::vector<rpc::Endpoint>> ParseEtcdEndpoints(std::string_view text,
+                                                      std::string_view what) {
+  std::vector<rpc::Endpoint> out;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    size_t end = text.find_first_of(";,", begin);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view member = text.substr(begin, end - begin);
+    if (member.empty()) {
+      return Status(ErrorCode::INVALID_PARAMS,
+                    fmt::format("{}='{}': an empty etcd member; list them as host:port;host:port",
+                                what, text.substr(0, 256)));
+    }
+    auto ep = rpc::ParseEndpoint(member, kDefaultEtcdPort, what);
+    if (!ep.ok()) return ep.status();
+    out.push_back(std::move(ep).value());
+    begin = end + 1;
+  }
+  return out;
+}
+
+Status ValidateClusterId(std::string_view id, std::string_view what) {
+  bool ok = !id.empty() && id.size() <= 128;
+  for (char c : id) {
+    ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                c == '_' || c == '.' || c == '-');
+  }
+  if (ok) return Status::Ok();
+  return Status(ErrorCode::INVALID_PARAMS,
+                fmt::format("{}='{}': a cluster id is 1..128 characters of A-Z a-z 0-9 _ . -", what,
+                            id.substr(0, 256)));
+}
+
+Result<MasterAddress> ParseMasterAddress(std::string_view text, uint16_t default_port,
+                                         std::string_view what) {
+  MasterAddress a;
+  if (text.substr(0, kScheme.size()) != kScheme) {
+    if (text.find("://") != std::string_view::npos) {
+      return BadAddress(what, text, "the only scheme is etcd://");
+    }
+    auto ep = rpc::ParseEndpoint(text, default_port, what);
+    if (!ep.ok()) return ep.status();
+    a.endpoint = std::move(ep).value();
+    return a;
+  }
+  a.via_etcd = true;
+  std::string_view rest = text.substr(kScheme.size());
+  // A '/' after the members starts the cluster id (IPv6 members are bracketed, no '/').
+  size_t slash = rest.find('/');
+  std::string_view members = rest.substr(0, slash);
+  if (members.empty()) return BadAddress(what, text, "no etcd member");
+  auto eps = ParseEtcdEndpoints(members, what);
+  if (!eps.ok()) return BadAddress(what, text, eps.status().message());
+  a.etcd.endpoints = std::move(eps).value();
+  if (slash != std::string_view::npos) {
+    std::string_view id = rest.substr(slash + 1);
+    if (Status st = ValidateClusterId(id, "cluster id"); !st.ok()) {
+      return BadAddress(what, text, st.message());
+    }
+    a.etcd.cluster_id = std::string(id);
+  }
+  return a;
+}
+
+}  // namespace kvpool::ha

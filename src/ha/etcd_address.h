@@ -1,0 +1,46 @@
+// Master addresses as users type them: "host:port" (one master), or "etcd://h1:2379;h2:2379[/id]"
+// (Mooncake's convention: ask etcd which master of cluster `id` leads). Parsed in one place for
+// every role that takes a master address (CLI --master, node --master_server_address,
+// ClientOptions, Python setup, SGLang config).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvpool/status.h"
+#include "rpc/endpoint.h"
+
+namespace kvpool::ha {
+
+// The cluster id a master and an etcd:// address use when none is given.
+inline constexpr std::string_view kDefaultClusterId = "kvpool";
+inline constexpr uint16_t kDefaultEtcdPort = 2379;
+
+struct EtcdTarget {
+  std::vector<rpc::Endpoint> endpoints;  // etcd members' client endpoints (at least one)
+  std::string cluster_id{kDefaultClusterId};
+  // "etcd://h1:2379;h2:2379/id", for messages.
+  std::string ToString() const;
+};
+
+struct MasterAddress {
+  bool via_etcd = false;
+  rpc::Endpoint endpoint;  // !via_etcd
+  EtcdTarget etcd;         // via_etcd
+  std::string ToString() const { return via_etcd ? etcd.ToString() : endpoint.ToString(); }
+};
+
+// Parses "h1:2379;h2:2379" (';' or ',' between members; a member without a port gets 2379).
+// Errors: INVALID_PARAMS naming `what`, the text and the expected form.
+Result<std::vector<rpc::Endpoint>> ParseEtcdEndpoints(std::string_view text, std::string_view what);
+
+// OK, or INVALID_PARAMS naming `what`: 1..128 characters of [A-Za-z0-9_.-].
+Status ValidateClusterId(std::string_view id, std::string_view what);
+
+// Parses a master address: "etcd://MEMBERS[/cluster_id]" or "host[:port]" (port defaults to
+// `default_port`). Errors: INVALID_PARAMS naming `what`, the text and the expected form.
+Result<MasterAddress> ParseMasterAddress(std::string_view text, uint16_t default_port,
+                                         std::string_view what);
+
+}  // namespace kvpool::ha
