@@ -195,6 +195,9 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
       });
     case rpc::STAT:
       return Serve<rpc::Empty>("stat", meta, mc, [&](const auto&) { return c.Stat(); });
+    case rpc::TIER_UPDATE:
+      return Serve<rpc::TierUpdate>("tier update", meta, mc,
+                                    [&](const auto& r) { return c.TierUpdate(r, now); });
     default:
       mc.Error(ErrorCode::NOT_SUPPORTED);
       return rpc::Reply::Error(Status(
