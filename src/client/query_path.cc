@@ -125,9 +125,12 @@ Result<PoolStat> ClientImpl::Stat() {
   s.refused_leased_or_pinned = r->refused_leased_or_pinned();
   s.refused_tenant_quota = r->refused_tenant_quota();
   s.refused_no_segment = r->refused_no_segment();
+  s.disk_capacity = r->disk_capacity();
+  s.disk_used = r->disk_used();
+  s.disk_replicas = r->disk_replicas();
   for (const auto& seg : r->segments()) {
-    s.segments.push_back(
-        {seg.segment_name(), seg.endpoint(), seg.size(), seg.used(), seg.object_count()});
+    s.segments.push_back({seg.segment_name(), seg.endpoint(), seg.size(), seg.used(),
+                          seg.object_count(), seg.tier()});
   }
   return s;
 }
