@@ -78,6 +78,7 @@ NodeGauges Node::Gauges() const {
   g.start_unix_seconds = start_unix_seconds_;
   g.attach = attach_service_->NodeStatus();
   g.data = store_->DataCounters();
+  g.disk = store_->DiskStats();
   return g;
 }
 

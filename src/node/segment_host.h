@@ -67,6 +67,8 @@ class SegmentHost {
   uint64_t size() const { return size_; }
   // The segment memory's incarnation (transfer::SegmentMemory::incarnation).
   uint64_t incarnation() const { return incarnation_; }
+  // The disk tier, or null.
+  DiskHost* disk() const { return disk_.get(); }
 
  private:
   SegmentHost(const SegmentHostOptions& options);

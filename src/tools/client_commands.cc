@@ -216,7 +216,8 @@ void PrintStatJson(const PoolStat& s) {
                         {"endpoint", seg.endpoint},
                         {"capacity_bytes", seg.size},
                         {"used_bytes", seg.used},
-                        {"objects", seg.object_count}});
+                        {"objects", seg.object_count},
+                        {"tier", seg.tier == 0 ? "dram" : "disk"}});
   }
   nlohmann::json j = {{"segments", std::move(segments)},
                       {"capacity_bytes", s.capacity},
@@ -229,7 +230,11 @@ void PrintStatJson(const PoolStat& s) {
                       {"puts_refused",
                        {{"leased_or_pinned", s.refused_leased_or_pinned},
                         {"tenant_quota", s.refused_tenant_quota},
-                        {"no_segment", s.refused_no_segment}}}};
+                        {"no_segment", s.refused_no_segment}}},
+                      {"disk",
+                       {{"capacity_bytes", s.disk_capacity},
+                        {"used_bytes", s.disk_used},
+                        {"replicas", s.disk_replicas}}}};
   std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
@@ -254,10 +259,18 @@ int PrintStat(const ClientCommandOptions& o) {
       "segment\n",
       s->leases_held, FormatSize(s->bytes_leased), s->refused_leased_or_pinned,
       s->refused_tenant_quota, s->refused_no_segment);
-  std::cout << fmt::format("{:<28} {:>12} {:>12} {:>10}\n", "segment", "size", "used", "objects");
+  if (s->disk_capacity > 0) {
+    double dpct = 100.0 * static_cast<double>(s->disk_used) / s->disk_capacity;
+    std::cout << fmt::format("disk tiers: capacity {}, used {} ({:.1f}%), {} replicas\n",
+                             FormatSize(s->disk_capacity), FormatSize(s->disk_used), dpct,
+                             s->disk_replicas);
+  }
+  std::cout << fmt::format("{:<34} {:>12} {:>12} {:>10} {:>5}\n", "segment", "size", "used",
+                           "objects", "tier");
   for (const auto& seg : s->segments) {
-    std::cout << fmt::format("{:<28} {:>12} {:>12} {:>10}\n", seg.name, FormatSize(seg.size),
-                             FormatSize(seg.used), seg.object_count);
+    std::cout << fmt::format("{:<34} {:>12} {:>12} {:>10} {:>5}\n", seg.name, FormatSize(seg.size),
+                             FormatSize(seg.used), seg.object_count,
+                             seg.tier == 0 ? "dram" : "disk");
   }
   return 0;
 }
