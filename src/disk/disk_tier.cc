@@ -173,11 +173,13 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const DiskTierOptions& options)
     return st;
   }
   std::unique_ptr<DiskTier> tier(new DiskTier(options, *fd, direct));
-  auto reads = UringQueue::Create(options.queue_depth);
-  if (!reads.ok()) return reads.status();
+  for (size_t i = 0; i < kReadRings; ++i) {
+    auto reads = UringQueue::Create(options.queue_depth);
+    if (!reads.ok()) return reads.status();
+    tier->reads_.push_back(std::move(reads).value());
+  }
   auto writes = UringQueue::Create(options.queue_depth);
   if (!writes.ok()) return writes.status();
-  tier->reads_ = std::move(reads).value();
   tier->writes_ = std::move(writes).value();
   IndexLog::Replayed replayed;
   auto log = IndexLog::Open(options.dir + "/kvpool-disk.index", tier->allocator_.capacity(),
@@ -392,7 +394,8 @@ Status DiskTier::Read(std::span<const ReadOp> ops) {
     }
   }
   uint64_t start = NowNs();
-  Status st = reads_->Run(fd_, io, "disk tier data file");
+  UringQueue& ring = *reads_[next_read_ring_.fetch_add(1, std::memory_order_relaxed) % kReadRings];
+  Status st = ring.Run(fd_, io, "disk tier data file");
   read_ns_.fetch_add(NowNs() - start, std::memory_order_relaxed);
   if (!st.ok()) {
     NoteIoError(st);

@@ -15,8 +15,8 @@
 // LruVictims(), unlists them where it must (the master), then Free()s them.
 //
 // Threading: thread-safe. The index (map, LRU list, allocator) is guarded by one mutex that is
-// never held across I/O; reads and writes use separate rings, so reads do not queue behind an
-// offload batch.
+// never held across I/O; reads and writes use separate rings (reads several, taken in turn), so
+// reads do not queue behind an offload batch nor behind each other.
 #pragma once
 
 #include <atomic>
@@ -158,7 +158,12 @@ class DiskTier {
   const uint64_t alignment_;
   const int fd_;
   const bool direct_;
-  std::unique_ptr<UringQueue> reads_, writes_;
+  // Reads come from several data server threads at once, each request a few ranges: one ring
+  // each (picked in turn) keeps their I/O in flight together instead of one request's at a time.
+  static constexpr size_t kReadRings = 4;
+  std::vector<std::unique_ptr<UringQueue>> reads_;
+  std::atomic<size_t> next_read_ring_{0};
+  std::unique_ptr<UringQueue> writes_;
   std::unique_ptr<IndexLog> log_;
 
   mutable std::mutex mu_;
