@@ -240,6 +240,29 @@ TEST(DiskTierTest, DiskReadThroughputAgainstFio) {
       ours, fio_mbs, fio_mbs > 0 ? ours / fio_mbs : 0.0);
 }
 
+// A standalone client attached to the node reads objects that are only on the node's disk.
+TEST(DiskTierTest, StandaloneClientReadsDiskObjectsThroughItsNode) {
+  DiskDir dir;
+  Pool pool({"--client_ttl", "30"});
+  pool.AddNode("16MB", {"--disk_path", dir.path(), "--disk_size", "64MB"});
+  auto c = pool.NewClient(Quick());
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ(PutPages(*c, 0, 100, 16), 100);  // 25 MB into 16 MB of DRAM
+  ASSERT_GE(WaitForDiskReplicas(*c, 100, milliseconds(10000)), 100u);
+  StandaloneOptions so;
+  so.server_address = pool.node_segment(0);
+  so.rpc_timeout = milliseconds(3000);
+  so.transfer_timeout = milliseconds(10000);
+  auto local = Client::SetupStandalone(so);
+  ASSERT_TRUE(local.ok()) << local.status().ToString();
+  Counts n = GetPages(**local, 0, 100);
+  EXPECT_EQ(n.wrong, 0);
+  EXPECT_EQ(n.exact, 100) << "failed=" << n.failed;
+  auto e = (*local)->BatchIsExist({PageKey(0), PageKey(1)});
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[0].ok() && *e[0], true);
+}
+
 TEST(DiskTierTest, BadDiskPathOrSizeFailsTheStartNamingIt) {
   DiskDir dir;
   Pool pool;
