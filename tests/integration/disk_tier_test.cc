@@ -183,6 +183,8 @@ TEST(DiskTierTest, DiskReadThroughputAgainstFio) {
     }
     for (const auto& v : values) spans.emplace_back(v);
     for (const Status& st : c->BatchPut(keys, spans, ReplicateConfig{})) ASSERT_TRUE(st.ok());
+    // 16 MB of DRAM holds two batches: let the offload catch up (this test measures reads).
+    WaitForDiskReplicas(*c, static_cast<uint64_t>(b + 8), milliseconds(5000));
   }
   ASSERT_GE(WaitForDiskReplicas(*c, kObjects, milliseconds(20000)),
             static_cast<uint64_t>(kObjects));
