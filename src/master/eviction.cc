@@ -74,7 +74,6 @@ bool Evictor::IsCandidate(const Object& o, const Pass& pass) const {
   if (pass.tenant && TenantOf(o.key()) != *pass.tenant) return false;
   // Only on a disk tier: that tier's host evicts it, never the master.
   if (!HasTier(o.replicas(), kTierDram)) return false;
-  if (pass.on_disk_only && !HasTier(o.replicas(), kTierDisk)) return false;
   return !pass.segment || HasReplicaOn(o, *pass.segment);
 }
 
@@ -222,15 +221,6 @@ EvictionResult Evictor::Evict(uint64_t target_bytes, std::optional<uint64_t> seg
   std::vector<Class> classes = {{false, idle_cutoff}, {true, idle_cutoff}};
   if (min_idle_ns > 0 && young_too) {
     classes.push_back({std::nullopt, std::numeric_limits<int64_t>::max()});
-  }
-  if (registry_->AnyDiskTier()) {
-    for (const Class& c : classes) {
-      if (total.bytes >= target_bytes) break;
-      Pass pass{false, segment, now_ns, tenant, c.asked, c.idle_at_most_ns, /*on_disk_only=*/true};
-      EvictionResult r = EvictClass(pass, target_bytes - total.bytes);
-      total.objects += r.objects;
-      total.bytes += r.bytes;
-    }
   }
   for (bool soft : {false, true}) {
     for (const Class& c : classes) {

@@ -45,9 +45,7 @@ class Evictor {
   // with a replica on that segment are candidates and only bytes freed there count. An evicted
   // object loses all its DRAM replicas: one with a disk-tier replica stays there (demoted), any
   // other is removed; objects only on a disk tier are never candidates (their host evicts
-  // them). Objects with a disk-tier copy go first (each class above, in order), as long as some
-  // segment is a disk tier: evicting them from DRAM loses nothing. `now_ns` decides which
-  // leases still hold.
+  // them). `now_ns` decides which leases still hold.
   // With `tenant` (normalized, "" the default tenant), only that tenant's objects are
   // candidates and bytes count as the tenant ledger counts them (size x replicas: quotas).
   // `min_idle_ns`: objects touched (put, exists, get) more recently are spared, unless
@@ -75,7 +73,6 @@ class Evictor {
     std::optional<std::string_view> tenant;
     std::optional<bool> asked;  // only objects asked for (or not) since written; any: nullopt
     int64_t idle_at_most_ns;    // only objects whose last access is at or before this
-    bool on_disk_only = false;  // only objects with a disk-tier copy (evicting them loses nothing)
   };
   bool IsCandidate(const Object& o, const Pass& pass) const;
   // Step 1: the last_access at or below which candidates hold about `target` bytes.

@@ -119,27 +119,6 @@ TEST_F(TierTest, DiskReplicaIsListedAfterDramAndKeepsTheObjectThroughEviction) {
   EXPECT_EQ(Exists1("hot"), 1);
 }
 
-TEST_F(TierTest, EvictionTakesObjectsWithADiskCopyFirst) {
-  // 16 objects fill the 1 MiB DRAM segment; every other one has a disk copy.
-  for (int i = 0; i < 16; ++i) {
-    PutSummed("o" + std::to_string(i), 200 + i, At(i));
-    if (i % 2 == 0) {
-      ASSERT_EQ(Update({Obj("o" + std::to_string(i), i * kTierObj, 200 + i)}).codes(0), 0);
-    }
-  }
-  // Eight more puts need eight objects' room: the disk-backed ones go (demoted), although the
-  // oldest objects without a copy are older than most of them.
-  for (int i = 0; i < 8; ++i) PutSummed("n" + std::to_string(i), 300 + i, At(20 + i));
-  for (int i = 0; i < 16; ++i) {
-    EXPECT_EQ(Exists1("o" + std::to_string(i)), 1) << i;  // none lost
-  }
-  for (int i = 1; i < 16; i += 2) {
-    auto loc = Get1("o" + std::to_string(i), At(30), true);
-    ASSERT_EQ(loc.replicas_size(), 1);
-    EXPECT_EQ(loc.replicas(0).segment_name(), "dram") << i;
-  }
-}
-
 TEST_F(TierTest, AddsThatCannotBeTrustedAreRefused) {
   PutSummed("a", 5);
   auto c = Update({Obj("a", 0, 6), Obj("a", 0, 5, kTierObj + 1), Obj("missing", 0, 5),

@@ -408,12 +408,6 @@ void SegmentRegistry::CountDiskReplica(uint64_t segment_id, uint64_t object_size
   }
 }
 
-bool SegmentRegistry::AnyDiskTier() const {
-  std::shared_lock lock(map_mu_);
-  return std::any_of(list_.begin(), list_.end(),
-                     [](const Segment* s) { return s->tier != kTierDram; });
-}
-
 uint32_t SegmentRegistry::TierOf(uint64_t segment_id) const {
   std::shared_lock lock(map_mu_);
   auto it = by_id_.find(segment_id);

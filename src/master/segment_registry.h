@@ -168,8 +168,6 @@ class SegmentRegistry {
   Result<uint64_t> DiskSegment(std::string_view name, std::string_view client_id) const;
   // Counts a replica its host placed on disk segment `segment_id` (added) or dropped itself.
   void CountDiskReplica(uint64_t segment_id, uint64_t object_size, bool added);
-  // True when some mounted segment is a disk tier.
-  bool AnyDiskTier() const;
   // The tier of segment `segment_id` (kTierDram for a stale id).
   uint32_t TierOf(uint64_t segment_id) const;
 
