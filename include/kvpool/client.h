@@ -51,6 +51,16 @@ struct ClientOptions {
   uint16_t segment_port = 0;
   // Back the contributed segment with huge pages (must be reserved by the operator).
   bool use_hugepage = false;
+  // A disk tier below the contributed segment (docs/operations.md, "Disk tier"): a directory
+  // (it must exist and be writable) and the bytes of its one preallocated file. Objects put
+  // into the segment are copied there in the background and stay readable from disk after the
+  // DRAM copy is evicted, and after a restart of this process. Empty / 0: no disk tier. Setup
+  // fails with FILE_NOT_FOUND / FILE_OPEN_FAIL / NO_AVAILABLE_HANDLE naming the path and the
+  // need. Requires global_segment_size > 0 (INVALID_PARAMS otherwise).
+  std::string disk_path;
+  uint64_t disk_size = 0;
+  // io_uring operations in flight per disk ring.
+  uint32_t disk_queue_depth = 32;
   // "tcp" (the only transport today; "rdma" is refused with NOT_SUPPORTED).
   std::string protocol = "tcp";
   // Deadline of one control call to the master.
@@ -160,6 +170,7 @@ struct PoolSegmentStat {
   uint64_t size = 0;
   uint64_t used = 0;
   uint64_t object_count = 0;
+  uint32_t tier = 0;  // 0 DRAM, 1 a node's disk tier (docs/operations.md, "Disk tier")
 };
 struct PoolStat {
   std::vector<PoolSegmentStat> segments;
@@ -182,6 +193,10 @@ struct PoolStat {
   std::string ha_role;
   uint64_t leader_epoch = 0;
   std::string leader_address;
+  // Disk tiers, apart (capacity and used above count DRAM only): bytes and replicas there.
+  uint64_t disk_capacity = 0;
+  uint64_t disk_used = 0;
+  uint64_t disk_replicas = 0;
 };
 
 class Client {

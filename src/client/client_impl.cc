@@ -94,6 +94,13 @@ Status ClientImpl::Init() {
   auto master =
       ha::ParseMasterAddress(options_.master_server_address, 50051, "master_server_address");
   if (!master.ok()) return master.status();
+  if ((!options_.disk_path.empty() || options_.disk_size > 0) &&
+      options_.global_segment_size == 0) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("disk_path={} disk_size={}: a disk tier sits below a contributed "
+                              "segment; set global_segment_size too",
+                              options_.disk_path, options_.disk_size));
+  }
   if (options_.global_segment_size > 0) {
     // Peers reach the segment by this name: one that does not resolve would mount a segment
     // nobody can read (the data server itself listens on bind_host either way).
@@ -120,6 +127,14 @@ Status ClientImpl::Init() {
     ho.io_threads = hosting_.io_threads;
     ho.protected_mode = hosting_.protected_mode;
     ho.security = security->server;
+    if (!options_.disk_path.empty() || options_.disk_size > 0) {
+      node::DiskHostOptions dh;
+      dh.tier.dir = options_.disk_path;
+      dh.tier.size = options_.disk_size;
+      dh.tier.queue_depth = options_.disk_queue_depth;
+      dh.rpc_timeout = options_.rpc_timeout;
+      ho.disk = dh;
+    }
     auto host = node::SegmentHost::Start(ho);
     if (!host.ok()) return host.status();
     host_ = std::move(host).value();

@@ -88,6 +88,11 @@ class ClientImpl : public Client {
   // The data port of the contributed segment (0 when none).
   uint16_t SegmentPort() const;
   // The counters of the contributed segment's data service (null when none).
+  // The disk tier's figures (node metrics); nullopt without one.
+  std::optional<node::DiskHostStats> DiskStats() const {
+    if (host_ == nullptr || host_->disk() == nullptr) return std::nullopt;
+    return host_->disk()->stats();
+  }
   const transfer::DataServiceCounters* DataCounters() const {
     return host_ != nullptr ? &host_->counters() : nullptr;
   }

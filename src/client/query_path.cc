@@ -143,9 +143,12 @@ Result<PoolStat> ClientImpl::Stat() {
   s.ha_role = r->ha_role();
   s.leader_epoch = r->leader_epoch();
   s.leader_address = r->leader_address();
+  s.disk_capacity = r->disk_capacity();
+  s.disk_used = r->disk_used();
+  s.disk_replicas = r->disk_replicas();
   for (const auto& seg : r->segments()) {
-    s.segments.push_back(
-        {seg.segment_name(), seg.endpoint(), seg.size(), seg.used(), seg.object_count()});
+    s.segments.push_back({seg.segment_name(), seg.endpoint(), seg.size(), seg.used(),
+                          seg.object_count(), seg.tier()});
   }
   return s;
 }

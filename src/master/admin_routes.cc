@@ -151,6 +151,7 @@ AdminResponse AdminRoutes::Metrics() const {
   PoolGauges pool;
   pool.stat = core_->Stat();
   pool.evicted_bytes_total = core_->evicted_bytes_total();
+  pool.demoted_total = core_->demoted_total();
   pool.pending_objects = core_->PendingObjects();
   pool.start_unix_seconds = start_unix_seconds_;
   pool.tenants = TenantGauges(*core_);

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <limits>
 #include <random>
@@ -27,7 +28,42 @@ uint64_t Evictor::CountedBytes(const Object& o, const Pass& pass) const {
   if (pass.tenant) return ObjectTable::TenantBytes(o);
   uint64_t per_replica = registry_->Reserved(o.size);
   if (pass.segment) return HasReplicaOn(o, *pass.segment) ? per_replica : 0;
-  return per_replica * o.replicas().size();
+  uint64_t dram = 0;
+  for (const ReplicaRef& r : o.replicas()) dram += r.tier == kTierDram ? 1 : 0;
+  return per_replica * dram;
+}
+
+bool Evictor::EvictObject(ObjectTable::Shard& shard, Object* o) {
+  if (!HasTier(o->replicas(), kTierDisk)) {
+    for (const ReplicaRef& rep : o->replicas()) registry_->Free(rep, o->size);
+    shard.Erase(o);
+    return true;
+  }
+  // Demoted: the DRAM copies go, the disk tier's copy keeps the object readable. Erase and
+  // Insert keep the tenant ledger right; the object leaves its group (Erase forgets it) and an
+  // expiring soft pin lapses now.
+  std::array<ReplicaRef, kMaxReplicas> kept;
+  size_t n = 0;
+  for (const ReplicaRef& rep : o->replicas()) {
+    if (rep.tier == kTierDram) {
+      registry_->Free(rep, o->size);
+    } else {
+      kept[n++] = rep;
+    }
+  }
+  ObjectPtr d = Object::Create(o->key(), o->size, std::span<const ReplicaRef>(kept.data(), n));
+  d->checksum = o->checksum;
+  d->stamp_ns = 0;  // not leased (candidates never are)
+  d->set_last_access_ns(o->last_access_ns());
+  d->writer = o->writer;
+  d->state = o->state;
+  uint8_t flags = o->flags & (kSoftPin | kHardPin | kAsked);
+  if ((o->flags & kSoftPinExpires) != 0) flags &= static_cast<uint8_t>(~kSoftPin);
+  d->flags = flags;
+  shard.Erase(o);
+  shard.Insert(std::move(d));
+  demoted_total_.fetch_add(1, std::memory_order_relaxed);
+  return false;
 }
 
 bool Evictor::IsCandidate(const Object& o, const Pass& pass) const {
@@ -36,6 +72,8 @@ bool Evictor::IsCandidate(const Object& o, const Pass& pass) const {
   if (pass.asked && o.asked() != *pass.asked) return false;
   if (o.last_access_ns() > pass.idle_at_most_ns) return false;
   if (pass.tenant && TenantOf(o.key()) != *pass.tenant) return false;
+  // Only on a disk tier: that tier's host evicts it, never the master.
+  if (!HasTier(o.replicas(), kTierDram)) return false;
   return !pass.segment || HasReplicaOn(o, *pass.segment);
 }
 
@@ -100,10 +138,9 @@ EvictionResult Evictor::EvictFromShard(ObjectTable::Shard& shard, uint64_t quota
     Object* o = heap.back().second;
     heap.pop_back();
     r.bytes += CountedBytes(*o, pass);
-    for (const ReplicaRef& rep : o->replicas()) registry_->Free(rep, o->size);
     SPDLOG_DEBUG("evicted key={} size={}", o->key(), o->size);
     if ((o->flags & kGrouped) != 0) groups->push_back(table_->groups().GroupOf(o->key()));
-    shard.Erase(o);
+    EvictObject(shard, o);
     ++r.objects;
   }
   return r;
@@ -123,10 +160,10 @@ EvictionResult Evictor::EvictGroups(std::vector<std::string>* groups, const Pass
       // A member a reader holds right now (its lease was taken before the group's peers were
       // held) stays until its lease ends, as any leased object.
       if (o->pending() || o->hard_pinned() || o->leased(pass.now_ns)) continue;
+      if (!HasTier(o->replicas(), kTierDram)) continue;  // demoted already: the disk's
       r.bytes += CountedBytes(*o, pass);
-      for (const ReplicaRef& rep : o->replicas()) registry_->Free(rep, o->size);
       SPDLOG_DEBUG("evicted key={} size={} (its group)", o->key(), o->size);
-      shard->Erase(o);
+      EvictObject(*shard, o);
       ++r.objects;
     }
   }

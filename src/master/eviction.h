@@ -43,7 +43,9 @@ class Evictor {
 
   // Frees at least `target_bytes` of replica space, or all it can. With `segment`, only objects
   // with a replica on that segment are candidates and only bytes freed there count. An evicted
-  // object loses all its replicas. `now_ns` decides which leases still hold.
+  // object loses all its DRAM replicas: one with a disk-tier replica stays there (demoted), any
+  // other is removed; objects only on a disk tier are never candidates (their host evicts
+  // them). `now_ns` decides which leases still hold.
   // With `tenant` (normalized, "" the default tenant), only that tenant's objects are
   // candidates and bytes count as the tenant ledger counts them (size x replicas: quotas).
   // `min_idle_ns`: objects touched (put, exists, get) more recently are spared, unless
@@ -54,6 +56,8 @@ class Evictor {
 
   // Objects evicted since construction.
   uint64_t evicted_total() const { return evicted_total_.load(std::memory_order_relaxed); }
+  // Evicted objects that stayed on a disk tier (demoted) since construction.
+  uint64_t demoted_total() const { return demoted_total_.load(std::memory_order_relaxed); }
   // Replica bytes freed by evictions since construction (as counted toward their targets).
   uint64_t evicted_bytes_total() const {
     return evicted_bytes_total_.load(std::memory_order_relaxed);
@@ -89,12 +93,16 @@ class Evictor {
   EvictionResult EvictClass(const Pass& pass, uint64_t target);
   // Bytes evicting `o` frees that count toward the target.
   uint64_t CountedBytes(const Object& o, const Pass& pass) const;
+  // Frees `o`'s DRAM replicas. An object with a disk-tier replica stays with that one alone
+  // (demoted; returns false); any other is erased (returns true). REQUIRES: o is in `shard`.
+  bool EvictObject(ObjectTable::Shard& shard, Object* o);
 
   ObjectTable* const table_;
   SegmentRegistry* const registry_;
   std::mutex mu_;  // serialises evictions
   std::atomic<uint64_t> evicted_total_{0};
   std::atomic<uint64_t> evicted_bytes_total_{0};
+  std::atomic<uint64_t> demoted_total_{0};
 };
 
 }  // namespace kvpool::master

@@ -331,6 +331,30 @@ Result<rpc::MountSegmentReply> MasterClient::MountSegment(
   return CallFor<rpc::MountSegmentReply>(rpc::MOUNT_SEGMENT, req, deadline);
 }
 
+Result<rpc::MountSegmentReply> MasterClient::MountSegmentAs(rpc::MountSegment req,
+                                                            Deadline deadline) {
+  req.set_client_id(client_id_);
+  return CallFor<rpc::MountSegmentReply>(rpc::MOUNT_SEGMENT, req, deadline);
+}
+
+Result<rpc::CodesReply> MasterClient::TierUpdate(std::string_view segment_name,
+                                                 std::span<const rpc::StoredObject> added,
+                                                 std::span<const rpc::StoredObject> dropped,
+                                                 Deadline deadline) {
+  rpc::TierUpdate req;
+  req.set_client_id(client_id_);
+  req.set_segment_name(std::string(segment_name));
+  for (const rpc::StoredObject& o : added) *req.add_added() = o;
+  for (const rpc::StoredObject& o : dropped) *req.add_dropped() = o;
+  auto r = CallFor<rpc::CodesReply>(rpc::TIER_UPDATE, req, deadline);
+  if (r.ok() && r->codes_size() != req.added_size() + req.dropped_size()) {
+    return Status(ErrorCode::INTERNAL_ERROR,
+                  fmt::format("tier update of segment={}: {} codes for {} items", segment_name,
+                              r->codes_size(), req.added_size() + req.dropped_size()));
+  }
+  return r;
+}
+
 Status MasterClient::UnmountSegment(std::string_view segment_name, Deadline deadline) {
   rpc::UnmountSegment req;
   req.set_client_id(client_id_);

@@ -87,6 +87,13 @@ class MasterClient {
                                               uint64_t incarnation,
                                               std::span<const rpc::StoredObject> objects, bool more,
                                               Deadline deadline);
+  // A mount as `req` says (tier, objects, ...), sent with this client's id.
+  Result<rpc::MountSegmentReply> MountSegmentAs(rpc::MountSegment req, Deadline deadline);
+  // TIER_UPDATE of disk segment `segment_name`: codes per added, then per dropped
+  // (rpc::TierUpdate in kvpool.proto).
+  Result<rpc::CodesReply> TierUpdate(std::string_view segment_name,
+                                     std::span<const rpc::StoredObject> added,
+                                     std::span<const rpc::StoredObject> dropped, Deadline deadline);
   // Errors: SEGMENT_NOT_FOUND; ILLEGAL_CLIENT.
   Status UnmountSegment(std::string_view segment_name, Deadline deadline);
   // No new replicas on the segment (`undo`: again). Errors: SEGMENT_NOT_FOUND; ILLEGAL_CLIENT.

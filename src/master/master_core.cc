@@ -95,8 +95,13 @@ Result<rpc::MountSegmentReply> MasterCore::MountSegment(const rpc::MountSegment&
   if (!ep.ok()) return ep.status();
   auto t = clients_.Touch(req.client_id(), now, /*make_known=*/true);
   const bool restoring = req.objects_size() > 0 || req.more_objects();
-  auto mounted = registry_.Mount(req.segment_name(), req.client_id(), t.handle, req.endpoint(),
-                                 req.size(), req.incarnation(), /*accepting=*/!restoring);
+  if (req.tier() > kTierDisk) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("segment={} mount: unknown tier {}", req.segment_name(), req.tier()));
+  }
+  auto mounted =
+      registry_.Mount(req.segment_name(), req.client_id(), t.handle, req.endpoint(), req.size(),
+                      req.incarnation(), /*accepting=*/!restoring, req.tier());
   if (!mounted.ok()) {
     spdlog::warn("segment={} client={} mount refused error={}", req.segment_name(), req.client_id(),
                  mounted.status().ToString());
@@ -520,8 +525,18 @@ rpc::GetReplicaListReply MasterCore::GetReplicaList(const rpc::KeysRequest& req,
     } else if (obj->pending()) {
       code = ErrorCode::REPLICA_IS_NOT_READY;
     } else {
-      for (const ReplicaRef& r : obj->replicas()) {
+      // DRAM replicas first, then disk tiers: readers try them in this order (ties of
+      // distance keep it, client/replica_order.h).
+      std::array<ReplicaRef, kMaxReplicas> ordered;
+      size_t n = 0;
+      for (uint32_t tier : {kTierDram, kTierDisk}) {
+        for (const ReplicaRef& r : obj->replicas()) {
+          if (r.tier == tier) ordered[n++] = r;
+        }
+      }
+      for (const ReplicaRef& r : std::span(ordered.data(), n)) {
         rpc::Replica* out = loc->add_replicas();
+        if (r.tier != kTierDram) out->set_tier(r.tier);
         uint64_t incarnation = 0;
         if (!registry_.Describe(r.segment_id, out->mutable_segment_name(), out->mutable_endpoint(),
                                 &incarnation)) {
@@ -675,6 +690,13 @@ rpc::StatReply MasterCore::Stat() const {
     info->set_object_count(s.replicas);
     info->set_draining(!s.accepting);
     info->set_incarnation(s.incarnation);
+    info->set_tier(s.tier);
+    if (s.tier != kTierDram) {
+      reply.set_disk_capacity(reply.disk_capacity() + s.capacity);
+      reply.set_disk_used(reply.disk_used() + s.used);
+      reply.set_disk_replicas(reply.disk_replicas() + s.replicas);
+      continue;
+    }
     reply.set_capacity(reply.capacity() + s.capacity);
     reply.set_used(reply.used() + s.used);
   }

@@ -191,6 +191,15 @@ class MasterCore {
   // kMaxListLimit, a cursor this master did not make).
   Result<rpc::ScanKeysReply> ScanKeys(const rpc::ScanKeys& req, std::string_view tenant);
 
+  // ---- Disk tiers (master_tier.cc) ----
+  // TIER_UPDATE from the host of a disk segment: adds the replicas it copied to disk to their
+  // objects and drops those it evicted; codes per rpc::TierUpdate (kvpool.proto).
+  // Request errors: INVALID_PARAMS (empty client_id); SEGMENT_NOT_FOUND; ILLEGAL_CLIENT (not a
+  // disk segment of that client).
+  Result<rpc::CodesReply> TierUpdate(const rpc::TierUpdate& req, TimePoint now);
+  // Evicted objects that stayed on a disk tier, since start.
+  uint64_t demoted_total() const { return evictor_.demoted_total(); }
+
   // ---- Admin views (master_admin.cc) ----
   // Most keys one ListObjects page returns.
   static constexpr size_t kMaxListLimit = 10000;
@@ -289,6 +298,11 @@ class MasterCore {
   size_t StageOrRestore(const rpc::MountSegment& req, uint64_t segment_id, int64_t now_ns);
   size_t RestoreObjects(uint64_t segment_id, std::vector<rpc::StoredObject> objects,
                         int64_t now_ns);
+  // Under the key's shard lock: one TierUpdate item (master_tier.cc).
+  ErrorCode AddDiskReplica(ObjectTable::Shard& shard, const rpc::StoredObject& so,
+                           uint64_t segment_id);
+  ErrorCode DropDiskReplica(ObjectTable::Shard& shard, const rpc::StoredObject& so,
+                            uint64_t segment_id, int64_t now_ns);
   // Under the key's shard lock: adopts one restored replica; false when it must be freed.
   bool AdoptRestored(ObjectTable::Shard& shard, const rpc::StoredObject& so, const ReplicaRef& ref,
                      int64_t now_ns);

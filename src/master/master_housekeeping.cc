@@ -116,6 +116,7 @@ EvictionResult MasterCore::WatermarkEviction(int64_t now_ns) {
     run(pool.capacity, std::nullopt);
   }
   for (const SegmentStats& s : registry_.Stats()) {
+    if (s.tier != kTierDram) continue;  // a disk tier's host evicts there itself
     if (static_cast<double>(s.used) > hw * static_cast<double>(s.capacity)) {
       run(s.capacity, s.id);
     }

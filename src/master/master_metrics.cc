@@ -193,6 +193,22 @@ void MasterMetrics::RenderPool(metrics::TextWriter& w, const PoolGauges& pool) c
               [](const rpc::SegmentInfo& g) { return g.object_count(); });
   w.WriteGauge("kvpool_master_segments", "Mounted segments.",
                static_cast<double>(s.segments_size()));
+  // Per tier (docs/operations.md, "Disk tier"): capacity and used above count DRAM only.
+  w.Family("kvpool_master_tier_capacity_bytes", "gauge",
+           "Usable bytes of the mounted segments of each tier (disk: the nodes' disk tiers).");
+  w.Sample("kvpool_master_tier_capacity_bytes", {Label{"tier", "dram"}},
+           static_cast<double>(s.capacity()));
+  w.Sample("kvpool_master_tier_capacity_bytes", {Label{"tier", "disk"}},
+           static_cast<double>(s.disk_capacity()));
+  w.Family("kvpool_master_tier_used_bytes", "gauge", "Bytes holding replicas, per tier.");
+  w.Sample("kvpool_master_tier_used_bytes", {Label{"tier", "dram"}}, static_cast<double>(s.used()));
+  w.Sample("kvpool_master_tier_used_bytes", {Label{"tier", "disk"}},
+           static_cast<double>(s.disk_used()));
+  w.WriteGauge("kvpool_master_disk_replicas", "Replicas on the nodes' disk tiers.",
+               static_cast<double>(s.disk_replicas()));
+  w.WriteCounter("kvpool_master_demoted_objects_total",
+                 "Objects evicted from DRAM that stayed readable on a disk tier.",
+                 pool.demoted_total);
   w.WriteGauge("kvpool_master_capacity_bytes", "Usable bytes of all mounted segments.",
                static_cast<double>(s.capacity()));
   w.WriteGauge("kvpool_master_used_bytes", "Reserved bytes of all mounted segments.",

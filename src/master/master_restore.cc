@@ -90,10 +90,11 @@ size_t MasterCore::RestoreObjects(uint64_t segment_id, std::vector<rpc::StoredOb
     kept.push_back(std::move(o));
   }
   auto handles = registry_.Restore(segment_id, ranges);
+  const uint32_t tier = registry_.TierOf(segment_id);
   size_t restored = 0;
   for (size_t i = 0; i < kept.size(); ++i) {
     if (!handles[i]) continue;
-    ReplicaRef ref{segment_id, kept[i].offset(), *handles[i], 0};
+    ReplicaRef ref{segment_id, kept[i].offset(), *handles[i], tier};
     bool adopted;
     {
       auto shard = table_.Lock(kept[i].key());

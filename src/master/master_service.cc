@@ -201,6 +201,9 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
         ReleasePiggybacked(c, r, now);
         return c.ScanKeys(r, caller.tenant);
       });
+    case rpc::TIER_UPDATE:
+      return Serve<rpc::TierUpdate>("tier update", meta, mc,
+                                    [&](const auto& r) { return c.TierUpdate(r, now); });
     default:
       mc.Error(ErrorCode::NOT_SUPPORTED);
       return rpc::Reply::Error(Status(

@@ -34,13 +34,22 @@ namespace kvpool::master {
 
 // Where one replica lives: `offset` inside segment `segment_id`, reserved by the segment's
 // allocator under handle `alloc_node`. Its reserved size is the object's size rounded up to
-// the allocation alignment (SegmentRegistry::Free recomputes it).
+// the allocation alignment (SegmentRegistry::Free recomputes it). A replica on a disk tier
+// (tier kTierDisk) was placed by its host, not by the master's allocator: alloc_node is unused.
+inline constexpr uint32_t kTierDram = 0;
+inline constexpr uint32_t kTierDisk = 1;
 struct ReplicaRef {
   uint64_t segment_id = 0;
   uint64_t offset = 0;
   uint32_t alloc_node = 0;
-  uint32_t reserved = 0;
+  uint32_t tier = kTierDram;  // rpc::Tier
 };
+inline bool HasTier(std::span<const ReplicaRef> replicas, uint32_t tier) {
+  for (const ReplicaRef& r : replicas) {
+    if (r.tier == tier) return true;
+  }
+  return false;
+}
 
 enum class ObjectState : uint8_t { kPending = 0, kComplete = 1 };
 

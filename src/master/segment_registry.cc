@@ -29,7 +29,8 @@ SegmentRegistry::SegmentRegistry(uint64_t alignment) : alignment_(alignment) {}
 Result<SegmentRegistry::Mounted> SegmentRegistry::Mount(std::string_view name,
                                                         std::string_view client_id, uint32_t owner,
                                                         std::string_view endpoint, uint64_t size,
-                                                        uint64_t incarnation, bool accepting) {
+                                                        uint64_t incarnation, bool accepting,
+                                                        uint32_t tier) {
   if (name.empty() || name.size() > kMaxSegmentNameBytes) {
     return Status(ErrorCode::INVALID_PARAMS, fmt::format("segment name must be 1..{} bytes, got {}",
                                                          kMaxSegmentNameBytes, name.size()));
@@ -74,7 +75,8 @@ Result<SegmentRegistry::Mounted> SegmentRegistry::Mount(std::string_view name,
   seg->client_id = std::string(client_id);
   seg->incarnation = incarnation;
   seg->owner = owner;
-  seg->accepting.store(accepting, std::memory_order_relaxed);
+  seg->tier = tier;
+  seg->accepting.store(accepting && tier == kTierDram, std::memory_order_relaxed);
   out.id = seg->id;
   by_id_[out.id] = seg.get();
   list_.push_back(seg.get());
@@ -122,6 +124,7 @@ std::vector<uint64_t> SegmentRegistry::UnmountOwnedBy(uint32_t owner) {
 }
 
 bool SegmentRegistry::TryAllocate(Segment& s, uint64_t size, Placement* out) {
+  if (s.tier != kTierDram) return false;  // a disk tier's host places there itself
   std::lock_guard lock(s.mu);
   auto a = s.allocator.Allocate(size);
   if (!a) return false;
@@ -183,6 +186,15 @@ std::vector<Placement> SegmentRegistry::AllocateReplicas(uint64_t size, uint32_t
 
 void SegmentRegistry::FreeLocked(Segment& s, const ReplicaRef& r, uint64_t object_size) {
   std::lock_guard lock(s.mu);
+  if (s.tier != kTierDram) {
+    // Its host owns the space: the journal's FREE tells it to release the range.
+    s.used.fetch_sub(std::min(s.used.load(std::memory_order_relaxed), Reserved(object_size)),
+                     std::memory_order_relaxed);
+    s.replicas.fetch_sub(1, std::memory_order_relaxed);
+    s.journal.AppendFree(r.offset, object_size);
+    journal_signal_.Notify();
+    return;
+  }
   s.allocator.Free(alloc::Allocation{r.offset, Reserved(object_size), r.alloc_node});
   s.used.store(s.allocator.used_bytes(), std::memory_order_relaxed);
   s.replicas.fetch_sub(1, std::memory_order_relaxed);
@@ -275,7 +287,8 @@ Status SegmentRegistry::SetAccepting(std::string_view name, bool accepting,
                   fmt::format("segment={} is mounted by client={}, not client={}", name,
                               it->second->client_id, client_id));
   }
-  it->second->accepting.store(accepting, std::memory_order_relaxed);
+  it->second->accepting.store(accepting && it->second->tier == kTierDram,
+                              std::memory_order_relaxed);
   return Status::Ok();
 }
 
@@ -343,7 +356,7 @@ std::vector<SegmentStats> SegmentRegistry::Stats() const {
     out.push_back(SegmentStats{s->id, s->name, s->endpoint, s->client_id, s->incarnation,
                                s->capacity, s->used.load(std::memory_order_relaxed),
                                s->replicas.load(std::memory_order_relaxed),
-                               s->accepting.load(std::memory_order_relaxed)});
+                               s->accepting.load(std::memory_order_relaxed), s->tier});
   }
   return out;
 }
@@ -352,13 +365,53 @@ PoolUsage SegmentRegistry::Usage() const {
   std::shared_lock lock(map_mu_);
   PoolUsage u;
   for (const Segment* s : list_) {
+    if (s->tier != kTierDram) continue;  // never placed on: not the pool's DRAM
     uint64_t cap = s->capacity;
     u.capacity += cap;
     u.used += s->used.load(std::memory_order_relaxed);
     u.largest_segment = std::max(u.largest_segment, cap);
   }
-  u.segments = list_.size();
+  u.segments = static_cast<size_t>(std::count_if(
+      list_.begin(), list_.end(), [](const Segment* s) { return s->tier == kTierDram; }));
   return u;
+}
+
+Result<uint64_t> SegmentRegistry::DiskSegment(std::string_view name,
+                                              std::string_view client_id) const {
+  std::shared_lock lock(map_mu_);
+  auto it = by_name_.find(std::string(name));
+  if (it == by_name_.end()) {
+    return Status(ErrorCode::SEGMENT_NOT_FOUND, fmt::format("segment={} is not mounted", name));
+  }
+  if (it->second->client_id != client_id || it->second->tier != kTierDisk) {
+    return Status(
+        ErrorCode::ILLEGAL_CLIENT,
+        fmt::format("segment={} is not a disk tier mounted by client={}", name, client_id));
+  }
+  return it->second->id;
+}
+
+void SegmentRegistry::CountDiskReplica(uint64_t segment_id, uint64_t object_size, bool added) {
+  std::shared_lock lock(map_mu_);
+  auto it = by_id_.find(segment_id);
+  if (it == by_id_.end()) return;
+  Segment& s = *it->second;
+  std::lock_guard seg_lock(s.mu);
+  uint64_t r = Reserved(object_size);
+  if (added) {
+    s.used.fetch_add(r, std::memory_order_relaxed);
+    s.replicas.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    s.used.fetch_sub(std::min(s.used.load(std::memory_order_relaxed), r),
+                     std::memory_order_relaxed);
+    s.replicas.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+uint32_t SegmentRegistry::TierOf(uint64_t segment_id) const {
+  std::shared_lock lock(map_mu_);
+  auto it = by_id_.find(segment_id);
+  return it == by_id_.end() ? kTierDram : it->second->tier;
 }
 
 }  // namespace kvpool::master

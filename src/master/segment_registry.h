@@ -59,10 +59,11 @@ struct SegmentStats {
   std::string endpoint;
   std::string client_id;
   uint64_t incarnation = 0;
-  uint64_t capacity = 0;  // usable bytes (rounded down to the alignment)
-  uint64_t used = 0;      // reserved bytes, including space awaiting a deferred free
-  uint64_t replicas = 0;  // live allocations
-  bool accepting = true;  // false while restoring or draining: no new replicas placed there
+  uint64_t capacity = 0;      // usable bytes (rounded down to the alignment)
+  uint64_t used = 0;          // reserved bytes, including space awaiting a deferred free
+  uint64_t replicas = 0;      // live allocations
+  bool accepting = true;      // false while restoring or draining: no new replicas placed there
+  uint32_t tier = kTierDram;  // kTierDisk: a host's disk tier (never placed on by the master)
 };
 
 // One range a re-registering host reports as holding a complete object (see Restore).
@@ -105,9 +106,11 @@ class SegmentRegistry {
   // Errors: INVALID_PARAMS (empty or over-long name, size below the alignment);
   // SEGMENT_ALREADY_EXISTS (the name is mounted by another client with the same or an unknown
   // incarnation, or with another endpoint, or with another size by the same client).
+  // A segment of tier kTierDisk (its host's disk tier) never takes placements: its host places
+  // replicas there itself and reports them (AddDiskReplica); Usage() leaves it out.
   Result<Mounted> Mount(std::string_view name, std::string_view client_id, uint32_t owner,
                         std::string_view endpoint, uint64_t size, uint64_t incarnation,
-                        bool accepting = true);
+                        bool accepting = true, uint32_t tier = kTierDram);
   // Unmounts and returns the id. The caller drops the replicas that lived there.
   // Errors: SEGMENT_NOT_FOUND; ILLEGAL_CLIENT (mounted by another client).
   Result<uint64_t> Unmount(std::string_view name, std::string_view client_id);
@@ -159,6 +162,15 @@ class SegmentRegistry {
   std::vector<std::optional<uint32_t>> Restore(uint64_t segment_id,
                                                std::span<const RestoredRange> ranges);
 
+  // ---- Disk tiers (master_tier.cc) ----
+  // The id of disk segment `name` mounted by `client_id`.
+  // Errors: SEGMENT_NOT_FOUND; ILLEGAL_CLIENT (another client's, or not a disk tier).
+  Result<uint64_t> DiskSegment(std::string_view name, std::string_view client_id) const;
+  // Counts a replica its host placed on disk segment `segment_id` (added) or dropped itself.
+  void CountDiskReplica(uint64_t segment_id, uint64_t object_size, bool added);
+  // The tier of segment `segment_id` (kTierDram for a stale id).
+  uint32_t TierOf(uint64_t segment_id) const;
+
   // Fills the segment's name and endpoint (and incarnation, when asked); false for a stale id.
   bool Describe(uint64_t segment_id, std::string* name, std::string* endpoint,
                 uint64_t* incarnation = nullptr) const;
@@ -177,6 +189,7 @@ class SegmentRegistry {
     std::string name, endpoint, client_id;  // immutable after mount
     std::string host;                       // the endpoint's host, immutable after mount
     uint64_t incarnation = 0;               // immutable after mount
+    uint32_t tier = kTierDram;              // immutable after mount
     uint32_t owner = 0;                     // guarded by the registry's map lock
     std::mutex mu;
     alloc::OffsetAllocator allocator;  // guarded by mu

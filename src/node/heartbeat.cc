@@ -33,7 +33,7 @@ bool Heartbeat::PingOnce() {
   Clock::duration wait{0};
   if (host_ != nullptr) {
     wait = std::min<Clock::duration>(kJournalWait, interval_);
-    *req.add_journal_acks() = host_->JournalAck();
+    host_->AddJournalAcks(&req);
     req.set_journal_wait_ms(
         static_cast<uint32_t>(std::chrono::duration_cast<Millis>(wait).count()));
   }

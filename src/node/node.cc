@@ -22,6 +22,9 @@ Result<std::unique_ptr<Node>> Node::Start(const NodeOptions& options) {
   co.global_segment_size = options.segment_bytes;
   co.segment_port = options.port;
   co.use_hugepage = options.use_hugepage;
+  co.disk_path = options.disk_path;
+  co.disk_size = options.disk_bytes;
+  co.disk_queue_depth = options.disk_queue_depth;
   co.rpc_timeout = Millis(options.rpc_timeout_ms);
   co.transfer_timeout = Millis(options.transfer_timeout_ms);
   co.heartbeat_interval = Millis(options.heartbeat_interval_ms);
@@ -76,6 +79,7 @@ NodeGauges Node::Gauges() const {
   g.start_unix_seconds = start_unix_seconds_;
   g.attach = attach_service_->NodeStatus();
   g.data = store_->DataCounters();
+  g.disk = store_->DiskStats();
   return g;
 }
 

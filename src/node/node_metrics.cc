@@ -46,6 +46,60 @@ uint64_t NodeMetrics::local_errors(uint16_t method, ErrorCode code) const {
   return methods_[SlotOf(method)].errors.Count(static_cast<int32_t>(code));
 }
 
+namespace {
+
+// The disk tier's metrics (docs/operations.md, "Disk tier").
+void RenderDisk(metrics::TextWriter& w, const DiskHostStats& d) {
+  const metrics::Label disk{"tier", "disk"};
+  w.Sample("kvpool_node_tier_capacity_bytes", {disk}, d.tier.capacity);
+  w.WriteGauge("kvpool_node_disk_used_bytes", "Bytes of the disk tier holding objects.",
+               static_cast<double>(d.tier.used));
+  w.WriteGauge("kvpool_node_disk_objects", "Objects on the disk tier.",
+               static_cast<double>(d.tier.objects));
+  w.WriteGauge("kvpool_node_disk_direct_io",
+               "1 when the disk tier uses O_DIRECT, 0 when the file system refused it.",
+               d.tier.direct_io ? 1.0 : 0.0);
+  w.WriteGauge("kvpool_node_disk_offload_queue_depth",
+               "Objects committed to DRAM waiting to be copied to disk.",
+               static_cast<double>(d.offload_queue_depth));
+  w.Family("kvpool_node_disk_offload_total", "counter",
+           "Objects the offloader handled, by outcome: offloaded (on disk, listed by the "
+           "master), skipped (no checksum, or the bytes changed first), dropped (queue full), "
+           "failed (no room, I/O error, refused).");
+  w.Sample("kvpool_node_disk_offload_total", {{"outcome", "offloaded"}}, d.offloaded);
+  w.Sample("kvpool_node_disk_offload_total", {{"outcome", "skipped"}}, d.offload_skipped);
+  w.Sample("kvpool_node_disk_offload_total", {{"outcome", "dropped"}}, d.offload_dropped);
+  w.Sample("kvpool_node_disk_offload_total", {{"outcome", "failed"}}, d.offload_failed);
+  w.WriteCounter("kvpool_node_disk_evicted_total",
+                 "Objects the disk tier evicted (least recently used) to make room.", d.evicted);
+  w.WriteCounter("kvpool_node_disk_hits_total",
+                 "READ requests served from the disk tier (failed ones included).",
+                 d.read_requests);
+  w.WriteCounter("kvpool_node_disk_read_failures_total",
+                 "READ requests of the disk tier that failed (checksum, I/O error, unknown range).",
+                 d.read_failures);
+  w.Family("kvpool_node_disk_io_bytes_total", "counter",
+           "Object bytes read from / written to disk.");
+  w.Sample("kvpool_node_disk_io_bytes_total", {{"op", "read"}}, d.tier.bytes_read);
+  w.Sample("kvpool_node_disk_io_bytes_total", {{"op", "write"}}, d.tier.bytes_written);
+  w.Family("kvpool_node_disk_io_seconds_total", "counter",
+           "Time spent in disk I/O batches (io_uring, fdatasync, index appends).");
+  w.Sample("kvpool_node_disk_io_seconds_total", {{"op", "read"}},
+           static_cast<double>(d.tier.read_ns) / 1e9);
+  w.Sample("kvpool_node_disk_io_seconds_total", {{"op", "write"}},
+           static_cast<double>(d.tier.write_ns) / 1e9);
+  w.WriteCounter("kvpool_node_disk_checksum_failures_total",
+                 "Objects read from disk that failed their checksum (torn or flipped; not served).",
+                 d.tier.checksum_failures);
+  w.WriteCounter("kvpool_node_disk_io_errors_total",
+                 "Disk I/O errors (the first is logged with the path; the node keeps serving).",
+                 d.tier.io_errors);
+  w.WriteCounter("kvpool_node_disk_no_space_total",
+                 "Objects the disk tier had no room for before evicting.", d.tier.no_space);
+}
+
+}  // namespace
+
 std::string NodeMetrics::Render(const NodeGauges& g) const {
   metrics::TextWriter w;
   const metrics::Label seg{"segment", g.segment_name};
@@ -78,6 +132,11 @@ std::string NodeMetrics::Render(const NodeGauges& g) const {
                    "(docs/security.md); also counted in kvpool_node_data_requests_refused_total.",
                    d.grants_refused.load());
   }
+
+  w.Family("kvpool_node_tier_capacity_bytes", "gauge",
+           "Bytes each tier of the node holds at most (dram: the segment; disk: --disk_size).");
+  w.Sample("kvpool_node_tier_capacity_bytes", {{"tier", "dram"}}, g.segment_bytes);
+  if (g.disk) RenderDisk(w, *g.disk);
 
   const rpc::NodeStatusReply& a = g.attach;
   w.WriteGauge("kvpool_node_local_clients", "Standalone clients attached now.",

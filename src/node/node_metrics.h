@@ -12,6 +12,7 @@
 
 #include "common/metrics.h"
 #include "kvpool/status.h"
+#include "node/disk_host.h"
 #include "rpc/kvpool.pb.h"
 #include "transfer/data_service.h"
 
@@ -25,6 +26,7 @@ struct NodeGauges {
   double start_unix_seconds = 0;
   rpc::NodeStatusReply attach;  // standalone sessions, regions, copy counters
   const transfer::DataServiceCounters* data = nullptr;  // the TCP data service (null: none)
+  std::optional<DiskHostStats> disk;                    // the disk tier (none: no tier)
 };
 
 class NodeMetrics {

@@ -54,6 +54,13 @@ void AddNodeFlags(CLI::App& app, NodeOptions& o) {
                  "On SIGTERM, copy objects whose only replica is here to other nodes for up to "
                  "this long before unmounting (0: do not copy)")
       ->capture_default_str();
+  app.add_option("--disk_path", o.disk_path,
+                 "Directory of this node's disk tier (it must exist and be writable; one "
+                 "preallocated file of --disk_size is kept there)");
+  app.add_option("--disk_size", o.disk_size, "Bytes of the disk tier, e.g. 100GB");
+  app.add_option("--disk_queue_depth", o.disk_queue_depth,
+                 "io_uring operations in flight per disk ring")
+      ->capture_default_str();
   rpc::AddSecurityFlags(app, o.security, /*server=*/true);
   AddConfigFileFlag(app, "node", o.config_source);
 }
@@ -65,6 +72,25 @@ Status ValidateNodeOptions(NodeOptions& o) {
     return Status(ErrorCode::INVALID_PARAMS, "--global_segment_size must be larger than 0");
   }
   o.segment_bytes = *size;
+  if (o.disk_path.empty() != o.disk_size.empty()) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("--disk_path '{}' and --disk_size '{}': give both (a disk tier) or "
+                              "neither",
+                              o.disk_path, o.disk_size));
+  }
+  if (!o.disk_size.empty()) {
+    auto disk = ParseSize(o.disk_size, "--disk_size");
+    if (!disk.ok()) return disk.status();
+    if (*disk < (uint64_t{1} << 20)) {
+      return Status(ErrorCode::INVALID_PARAMS,
+                    fmt::format("--disk_size {} is below the minimum of 1MB", o.disk_size));
+    }
+    o.disk_bytes = *disk;
+  }
+  if (o.disk_queue_depth == 0 || o.disk_queue_depth > 4096) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("--disk_queue_depth {} is not in [1, 4096]", o.disk_queue_depth));
+  }
   auto master = ha::ParseMasterAddress(o.master_server_address, 50051, "--master_server_address");
   if (!master.ok()) return master.status();
   if (o.host.empty()) return Status(ErrorCode::INVALID_PARAMS, "--host must not be empty");

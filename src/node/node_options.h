@@ -36,6 +36,13 @@ struct NodeOptions {
   // --drain_copy_ms: on SIGTERM, spend up to this long copying objects whose only replica is
   // here to other nodes before unmounting (0: do not copy).
   int drain_copy_ms = 0;
+  // --disk_path DIR and --disk_size SIZE: a disk tier below the DRAM segment (one preallocated
+  // file in DIR; docs/operations.md, "Disk tier"). Both or neither. --disk_queue_depth: io_uring
+  // operations in flight per ring.
+  std::string disk_path;
+  std::string disk_size;
+  uint32_t disk_queue_depth = 32;
+  uint64_t disk_bytes = 0;  // filled by ValidateNodeOptions from disk_size
 
   // --auth_secret_file (or $KVPOOL_AUTH_SECRET), --tls_cert, --tls_key, --tls_ca,
   // --tls_verify_client: for the data port and for connections to the master and peer nodes

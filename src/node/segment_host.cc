@@ -12,12 +12,20 @@ SegmentHost::SegmentHost(const SegmentHostOptions& options)
 
 SegmentHost::~SegmentHost() {
   if (server_ != nullptr) server_->Stop();
+  if (disk_ != nullptr) disk_->Stop();
 }
 
 Result<std::unique_ptr<SegmentHost>> SegmentHost::Start(const SegmentHostOptions& options) {
   auto memory = transfer::SegmentMemory::Map(options.size, options.memory);
   if (!memory.ok()) return memory.status();
   std::unique_ptr<SegmentHost> host(new SegmentHost(options));
+  if (options.disk) {
+    // Before the port is taken: a bad disk path fails the start with its own message.
+    auto disk = DiskHost::Open(*options.disk);
+    if (!disk.ok()) return disk.status();
+    host->disk_ = std::move(disk).value();
+    host->service_.set_tier_reader(host->disk_.get());
+  }
   rpc::ServerOptions so;
   so.name = "kvpool data";
   so.host = options.bind_host;
@@ -33,6 +41,7 @@ Result<std::unique_ptr<SegmentHost>> SegmentHost::Start(const SegmentHostOptions
   const void* base = mem->base();
   host->incarnation_ = mem->incarnation();
   KVPOOL_RETURN_IF_ERROR(host->table_.Add(host->name_, std::move(mem)));
+  if (host->disk_ != nullptr) host->disk_->Bind(host->name_, &host->table_);
   // The base address lets an operator (or a fault-injection test) find a replica's bytes in
   // this process's memory (base + the replica's offset).
   spdlog::info("serving segment={} size={} on {}:{} base={} incarnation={:016x}", host->name_,
@@ -76,6 +85,7 @@ Status SegmentHost::Mount(master::MasterClient& master, Deadline deadline) {
     begin = end;
   } while (begin < list.size());
   mounted_epoch_ = r->master_epoch();
+  if (disk_ != nullptr) KVPOOL_RETURN_IF_ERROR(disk_->Mount(master, deadline));
   mounted_.store(true, std::memory_order_release);
   if (restarted) {
     spdlog::info("re-registered segment={} at a restarted master: objects_listed={} restored={}",
@@ -107,8 +117,17 @@ rpc::JournalAck SegmentHost::JournalAck() const {
   return ack;
 }
 
+void SegmentHost::AddJournalAcks(rpc::Ping* ping) const {
+  *ping->add_journal_acks() = JournalAck();
+  if (disk_ != nullptr) *ping->add_journal_acks() = disk_->JournalAck();
+}
+
 void SegmentHost::ApplyJournals(const rpc::PingReply& reply) {
   for (const rpc::SegmentJournal& j : reply.journals()) {
+    if (disk_ != nullptr && j.segment_name() == disk_->name()) {
+      disk_->ApplyJournal(j);
+      continue;
+    }
     if (j.segment_name() != name_) continue;
     if (j.reset()) {
       spdlog::warn(
@@ -116,12 +135,24 @@ void SegmentHost::ApplyJournals(const rpc::PingReply& reply) {
           "objects would not survive a master restart)",
           name_);
     }
+    uint64_t before = objects_.applied_seq();
     objects_.Apply(j);
+    if (disk_ == nullptr || j.reset()) continue;
+    // Newly complete objects go to the disk tier in the background (write-through ahead of
+    // eviction: when the master evicts the DRAM copy, the disk copy keeps the object).
+    for (const rpc::JournalEntry& e : j.entries()) {
+      if (!e.freed() && e.seq() > before) disk_->Offload(e);
+    }
   }
 }
 
 Status SegmentHost::Unmount(master::MasterClient& master, Deadline deadline) {
   mounted_.store(false, std::memory_order_release);
+  if (disk_ != nullptr) {
+    disk_->Stop();
+    Status st = master.UnmountSegment(disk_->name(), deadline);
+    if (!st.ok()) spdlog::warn("unmount of disk segment={}: {}", disk_->name(), st.ToString());
+  }
   return master.UnmountSegment(name_, deadline);
 }
 

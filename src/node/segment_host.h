@@ -5,11 +5,13 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/time.h"
 #include "kvpool/status.h"
 #include "master/master_client.h"
+#include "node/disk_host.h"
 #include "node/object_list.h"
 #include "rpc/server.h"
 #include "transfer/data_service.h"
@@ -26,12 +28,15 @@ struct SegmentHostOptions {
   int io_threads = 2;
   rpc::SecurityOptions security;  // secret and TLS of the data port (docs/security.md)
   bool protected_mode = false;    // rpc::ServerOptions::protected_mode of the data port
+  // A disk tier below the segment (node/disk_host.h); none when absent.
+  std::optional<DiskHostOptions> disk;
 };
 
 class SegmentHost {
  public:
   // Maps the segment and starts serving it (not yet mounted).
-  // Errors: INVALID_PARAMS (size 0), NO_AVAILABLE_HANDLE (mapping failed), RPC_FAIL (port taken).
+  // Errors: INVALID_PARAMS (size 0), NO_AVAILABLE_HANDLE (mapping failed), RPC_FAIL (port taken);
+  // with a disk tier, its errors (disk::DiskTier::Open: bad path, no space).
   static Result<std::unique_ptr<SegmentHost>> Start(const SegmentHostOptions& options);
   ~SegmentHost();  // stops serving (callers unmount first)
 
@@ -45,6 +50,8 @@ class SegmentHost {
   ObjectList& objects() { return objects_; }
   // Heartbeat plumbing: the ack to send for this segment, and a reply's journal to apply.
   rpc::JournalAck JournalAck() const;
+  // Adds the acks of this segment and of its disk tier's segment.
+  void AddJournalAcks(rpc::Ping* ping) const;
   void ApplyJournals(const rpc::PingReply& reply);
   // Unmounts it; the master drops the objects stored in it.
   Status Unmount(master::MasterClient& master, Deadline deadline);
@@ -61,6 +68,8 @@ class SegmentHost {
   uint64_t size() const { return size_; }
   // The segment memory's incarnation (transfer::SegmentMemory::incarnation).
   uint64_t incarnation() const { return incarnation_; }
+  // The disk tier, or null.
+  DiskHost* disk() const { return disk_.get(); }
 
  private:
   SegmentHost(const SegmentHostOptions& options);
@@ -75,7 +84,8 @@ class SegmentHost {
   uint64_t size_ = 0;
   uint64_t incarnation_ = 0;
   ObjectList objects_;
-  uint64_t mounted_epoch_ = 0;  // master epoch of the last successful mount (0: none yet)
+  std::unique_ptr<DiskHost> disk_;  // the service reads through it; ~SegmentHost stops both
+  uint64_t mounted_epoch_ = 0;      // master epoch of the last successful mount (0: none yet)
   std::atomic<bool> mounted_{false};
 };
 

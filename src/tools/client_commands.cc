@@ -216,7 +216,8 @@ void PrintStatJson(const PoolStat& s) {
                         {"endpoint", seg.endpoint},
                         {"capacity_bytes", seg.size},
                         {"used_bytes", seg.used},
-                        {"objects", seg.object_count}});
+                        {"objects", seg.object_count},
+                        {"tier", seg.tier == 0 ? "dram" : "disk"}});
   }
   nlohmann::json j = {{"segments", std::move(segments)},
                       {"capacity_bytes", s.capacity},
@@ -232,7 +233,11 @@ void PrintStatJson(const PoolStat& s) {
                         {"no_segment", s.refused_no_segment}}},
                       {"ha_role", s.ha_role},
                       {"leader_epoch", s.leader_epoch},
-                      {"leader", s.leader_address}};
+                      {"leader", s.leader_address},
+                      {"disk",
+                       {{"capacity_bytes", s.disk_capacity},
+                        {"used_bytes", s.disk_used},
+                        {"replicas", s.disk_replicas}}}};
   std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
@@ -261,10 +266,18 @@ int PrintStat(const ClientCommandOptions& o) {
     std::cout << fmt::format("master: leader {} epoch {} ({})\n", s->leader_address,
                              s->leader_epoch, s->ha_role);
   }
-  std::cout << fmt::format("{:<28} {:>12} {:>12} {:>10}\n", "segment", "size", "used", "objects");
+  if (s->disk_capacity > 0) {
+    double dpct = 100.0 * static_cast<double>(s->disk_used) / s->disk_capacity;
+    std::cout << fmt::format("disk tiers: capacity {}, used {} ({:.1f}%), {} replicas\n",
+                             FormatSize(s->disk_capacity), FormatSize(s->disk_used), dpct,
+                             s->disk_replicas);
+  }
+  std::cout << fmt::format("{:<34} {:>12} {:>12} {:>10} {:>5}\n", "segment", "size", "used",
+                           "objects", "tier");
   for (const auto& seg : s->segments) {
-    std::cout << fmt::format("{:<28} {:>12} {:>12} {:>10}\n", seg.name, FormatSize(seg.size),
-                             FormatSize(seg.used), seg.object_count);
+    std::cout << fmt::format("{:<34} {:>12} {:>12} {:>10} {:>5}\n", seg.name, FormatSize(seg.size),
+                             FormatSize(seg.used), seg.object_count,
+                             seg.tier == 0 ? "dram" : "disk");
   }
   return 0;
 }

@@ -84,6 +84,18 @@ asio::awaitable<rpc::Reply> DataService::Write(const rpc::DataRequest& req,
 
 rpc::Reply DataService::Read(const rpc::DataRequest& req) {
   auto found = segments_->Find(req.segment_name(), req.segment_incarnation());
+  if (!found.ok() && tier_reader_ != nullptr) {
+    if (std::optional<rpc::Reply> r = tier_reader_->Read(req)) {
+      if (r->code == ErrorCode::OK) {
+        uint64_t total = 0;
+        for (const auto& b : r->payload) total += b.size();
+        counters_.bytes_read.fetch_add(total, std::memory_order_relaxed);
+      } else {
+        ++counters_.requests_refused;
+      }
+      return std::move(*r);
+    }
+  }
   if (!found.ok()) {
     ++counters_.requests_refused;
     spdlog::warn("refused READ: {}", found.status().ToString());

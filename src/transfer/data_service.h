@@ -14,6 +14,7 @@
 #include "rpc/grant.h"
 #include "rpc/server.h"
 #include "transfer/segment_table.h"
+#include "transfer/tier_reader.h"
 
 namespace kvpool::transfer {
 
@@ -55,6 +56,9 @@ class DataService : public rpc::Service {
                      rpc::GrantMode mode);
 
   const DataServiceCounters& counters() const { return counters_; }
+  // READs of segments not in the table go to `reader` (a disk tier; null: none). Set it before
+  // the server starts; it must outlive the service.
+  void set_tier_reader(TierReader* reader) { tier_reader_ = reader; }
 
  private:
   asio::awaitable<rpc::Reply> Write(const rpc::DataRequest& req, rpc::PayloadReader& payload);
@@ -64,6 +68,7 @@ class DataService : public rpc::Service {
   const rpc::GrantKey grants_;
   const ClockFn unix_ms_;
   DataServiceCounters counters_;
+  TierReader* tier_reader_ = nullptr;
 };
 
 }  // namespace kvpool::transfer

@@ -1,0 +1,257 @@
+#include "disk/disk_tier.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/checksum.h"
+
+namespace kvpool::disk {
+namespace {
+
+constexpr uint64_t kKiB = 1024;
+constexpr uint64_t kMiB = 1024 * kKiB;
+
+// A fresh directory under /tmp (a disk file system here; tmpfs would exercise the fallback).
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = "/tmp/kvpool-disk-test-XXXXXX";
+    path_ = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::vector<uint8_t> Bytes(uint64_t size, uint32_t seed) {
+  std::vector<uint8_t> v(size);
+  std::mt19937 rng(seed);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  return v;
+}
+
+std::unique_ptr<DiskTier> MustOpen(const std::string& dir, uint64_t size = 8 * kMiB) {
+  auto t = DiskTier::Open(DiskTierOptions{dir, size, 8});
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  return t.ok() ? std::move(t).value() : nullptr;
+}
+
+// Writes one object; returns its offset (or UINT64_MAX with a test failure).
+Result<DiskObject> WriteOne(DiskTier& t, const std::string& key, const std::vector<uint8_t>& b) {
+  AlignedBuffer buf(b.size(), t.alignment());
+  memcpy(buf.data(), b.data(), b.size());
+  DiskTier::WriteItem item{key, buf.data(), b.size(), ChecksumOf(b.data(), b.size())};
+  return std::move(t.Write(std::span(&item, 1))[0]);
+}
+
+Result<std::vector<uint8_t>> ReadOne(DiskTier& t, const DiskObject& o) {
+  AlignedBuffer buf(o.size, t.alignment());
+  DiskTier::ReadOp op{o.offset, o.size, buf.data()};
+  Status st = t.Read(std::span(&op, 1));
+  if (!st.ok()) return st;
+  return std::vector<uint8_t>(buf.data(), buf.data() + o.size);
+}
+
+TEST(DiskTierTest, WritesAndReadsBackExactBytes) {
+  TempDir dir;
+  auto t = MustOpen(dir.path());
+  ASSERT_TRUE(t);
+  std::vector<DiskObject> objs;
+  for (uint32_t i = 0; i < 5; ++i) {
+    auto o = WriteOne(*t, "k" + std::to_string(i), Bytes(100 * kKiB + i * 777, i));
+    ASSERT_TRUE(o.ok()) << o.status().ToString();
+    EXPECT_EQ(o->offset % t->alignment(), 0u);
+    objs.push_back(*o);
+  }
+  for (uint32_t i = 0; i < 5; ++i) {
+    auto got = ReadOne(*t, objs[i]);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(*got, Bytes(100 * kKiB + i * 777, i));
+  }
+  DiskTierStats s = t->stats();
+  EXPECT_EQ(s.objects, 5u);
+  EXPECT_EQ(s.writes, 5u);
+  EXPECT_EQ(s.reads, 5u);
+  EXPECT_TRUE(s.direct_io) << "/tmp is expected to take O_DIRECT on this machine";
+  // The same key twice is refused; a read of a range that is not an object is refused.
+  EXPECT_EQ(WriteOne(*t, "k0", Bytes(10, 1)).code(), ErrorCode::INVALID_PARAMS);
+  DiskObject bogus = objs[0];
+  bogus.size -= 1;
+  EXPECT_EQ(ReadOne(*t, bogus).code(), ErrorCode::INVALID_READ);
+}
+
+TEST(DiskTierTest, ReopenReadoptsListedObjectsAndNotFreedOnes) {
+  TempDir dir;
+  std::vector<DiskObject> objs;
+  {
+    auto t = MustOpen(dir.path());
+    ASSERT_TRUE(t);
+    for (uint32_t i = 0; i < 6; ++i) {
+      auto o = WriteOne(*t, "k" + std::to_string(i), Bytes(256 * kKiB, i));
+      ASSERT_TRUE(o.ok());
+      objs.push_back(*o);
+    }
+    EXPECT_TRUE(t->Free(objs[2].offset));
+    EXPECT_FALSE(t->Free(objs[2].offset));
+  }
+  auto t = MustOpen(dir.path());
+  ASSERT_TRUE(t);
+  std::vector<DiskObject> listed = t->Objects();
+  ASSERT_EQ(listed.size(), 5u);
+  for (const DiskObject& o : listed) {
+    EXPECT_NE(o.key, "k2");
+    uint32_t i = static_cast<uint32_t>(std::stoi(o.key.substr(1)));
+    EXPECT_EQ(o.offset, objs[i].offset);
+    auto got = ReadOne(*t, o);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(*got, Bytes(256 * kKiB, i));
+  }
+  // The space is allocated exactly as before: a new object does not overlap a listed one.
+  auto o = WriteOne(*t, "new", Bytes(256 * kKiB, 99));
+  ASSERT_TRUE(o.ok());
+  for (const DiskObject& l : listed) EXPECT_NE(o->offset, l.offset);
+  EXPECT_EQ(*ReadOne(*t, listed[0]), Bytes(256 * kKiB, std::stoi(listed[0].key.substr(1))));
+}
+
+TEST(DiskTierTest, TornIndexTailIsDroppedAndIntactRecordsKept) {
+  TempDir dir;
+  {
+    auto t = MustOpen(dir.path());
+    ASSERT_TRUE(t);
+    ASSERT_TRUE(WriteOne(*t, "a", Bytes(5000, 1)).ok());
+    ASSERT_TRUE(WriteOne(*t, "b", Bytes(5000, 2)).ok());
+  }
+  // A crash mid-append: half of a third record.
+  std::string rec = EncodeRecord(LogRecord{LogRecord::kAdd, "c", 1 << 20, 5000, 12345});
+  int fd = ::open((dir.path() + "/kvpool-disk.index").c_str(), O_WRONLY | O_APPEND);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, rec.data(), rec.size() / 2), static_cast<ssize_t>(rec.size() / 2));
+  ::close(fd);
+  auto t = MustOpen(dir.path());
+  ASSERT_TRUE(t);
+  auto listed = t->Objects();
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_EQ(listed[0].key, "a");
+  EXPECT_EQ(listed[1].key, "b");
+}
+
+TEST(DiskTierTest, FlippedIndexRecordIsNotTrusted) {
+  std::string log = EncodeRecord(LogRecord{LogRecord::kAdd, "x", 0, 10, 7}) +
+                    EncodeRecord(LogRecord{LogRecord::kAdd, "y", 4096, 10, 8});
+  size_t valid = 0;
+  EXPECT_EQ(DecodeRecords(log, &valid).size(), 2u);
+  EXPECT_EQ(valid, log.size());
+  log[log.size() - 12] ^= 0x10;  // inside the second record
+  auto recs = DecodeRecords(log, &valid);
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0].key, "x");
+  EXPECT_LT(valid, log.size());
+}
+
+TEST(DiskTierTest, BitFlipInDataFileIsChecksumMismatchNeverWrongBytes) {
+  TempDir dir;
+  DiskObject o;
+  {
+    auto t = MustOpen(dir.path());
+    ASSERT_TRUE(t);
+    auto w = WriteOne(*t, "flip", Bytes(64 * kKiB, 5));
+    ASSERT_TRUE(w.ok());
+    o = *w;
+  }
+  int fd = ::open((dir.path() + "/kvpool-disk.data").c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  uint8_t b = 0;
+  off_t at = static_cast<off_t>(o.offset + 1234);
+  ASSERT_EQ(::pread(fd, &b, 1, at), 1);
+  b ^= 0x04;
+  ASSERT_EQ(::pwrite(fd, &b, 1, at), 1);
+  ::fsync(fd);
+  ::close(fd);
+  auto t = MustOpen(dir.path());
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->Objects().size(), 1u);
+  EXPECT_EQ(ReadOne(*t, o).code(), ErrorCode::CHECKSUM_MISMATCH);
+  EXPECT_EQ(t->stats().checksum_failures, 1u);
+}
+
+TEST(DiskTierTest, FullTierRefusesThenLruVictimsMakeRoom) {
+  TempDir dir;
+  auto t = MustOpen(dir.path(), 1 * kMiB);
+  ASSERT_TRUE(t);
+  std::vector<DiskObject> objs;
+  for (uint32_t i = 0; i < 4; ++i) {
+    auto o = WriteOne(*t, "k" + std::to_string(i), Bytes(256 * kKiB, i));
+    ASSERT_TRUE(o.ok());
+    objs.push_back(*o);
+  }
+  EXPECT_EQ(WriteOne(*t, "k4", Bytes(256 * kKiB, 4)).code(), ErrorCode::NO_AVAILABLE_HANDLE);
+  EXPECT_EQ(t->stats().no_space, 1u);
+  ASSERT_TRUE(ReadOne(*t, objs[0]).ok());  // k0 becomes the most recently used
+  auto victims = t->LruVictims(2);
+  ASSERT_EQ(victims.size(), 2u);
+  EXPECT_EQ(victims[0].key, "k1");
+  EXPECT_EQ(victims[1].key, "k2");
+  std::vector<uint64_t> offs{victims[0].offset};
+  EXPECT_EQ(t->Free(offs), 1u);
+  auto o = WriteOne(*t, "k4", Bytes(256 * kKiB, 4));
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(*ReadOne(*t, *o), Bytes(256 * kKiB, 4));
+  EXPECT_EQ(*ReadOne(*t, objs[0]), Bytes(256 * kKiB, 0));
+}
+
+TEST(DiskTierTest, BadPathsAndSizesAreClearErrors) {
+  TempDir dir;
+  auto missing = DiskTier::Open(DiskTierOptions{dir.path() + "/nope", 4 * kMiB});
+  EXPECT_EQ(missing.code(), ErrorCode::FILE_NOT_FOUND);
+  EXPECT_NE(missing.status().message().find(dir.path() + "/nope"), std::string::npos);
+  std::string file = dir.path() + "/afile";
+  ::close(::open(file.c_str(), O_CREAT | O_WRONLY, 0644));
+  EXPECT_EQ(DiskTier::Open(DiskTierOptions{file, 4 * kMiB}).code(), ErrorCode::FILE_OPEN_FAIL);
+  auto huge = DiskTier::Open(DiskTierOptions{dir.path(), uint64_t{1} << 60});
+  EXPECT_EQ(huge.code(), ErrorCode::NO_AVAILABLE_HANDLE);
+  EXPECT_NE(huge.status().message().find("--disk_size"), std::string::npos);
+  EXPECT_EQ(DiskTier::Open(DiskTierOptions{dir.path(), 1000}).code(), ErrorCode::INVALID_PARAMS);
+  auto first = MustOpen(dir.path());
+  ASSERT_TRUE(first);
+  auto second = DiskTier::Open(DiskTierOptions{dir.path(), 8 * kMiB});
+  EXPECT_EQ(second.code(), ErrorCode::FILE_OPEN_FAIL);
+  EXPECT_NE(second.status().message().find("in use"), std::string::npos);
+}
+
+// tmpfs takes O_DIRECT on recent kernels (6.6+) and refuses it on older ones: either way the
+// tier works, falling back to buffered I/O where refused.
+TEST(DiskTierTest, TmpfsWorksWithOrWithoutODirect) {
+  if (!std::filesystem::exists("/dev/shm")) GTEST_SKIP() << "no /dev/shm";
+  std::string tmpl = "/dev/shm/kvpool-disk-test-XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) GTEST_SKIP() << "cannot create a dir in /dev/shm";
+  {
+    auto t = MustOpen(tmpl, 2 * kMiB);
+    ASSERT_TRUE(t);
+    auto o = WriteOne(*t, "k", Bytes(3000, 3));
+    ASSERT_TRUE(o.ok());
+    EXPECT_EQ(*ReadOne(*t, *o), Bytes(3000, 3));
+  }
+  std::filesystem::remove_all(tmpl);
+}
+
+TEST(DiskTierTest, BufferedIoWhenODirectIsOff) {
+  TempDir dir;
+  auto t = DiskTier::Open(DiskTierOptions{dir.path(), 2 * kMiB, 4, 4096, /*direct_io=*/false});
+  ASSERT_TRUE(t.ok());
+  EXPECT_FALSE((*t)->stats().direct_io);
+  auto o = WriteOne(**t, "k", Bytes(3000, 3));
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(*ReadOne(**t, *o), Bytes(3000, 3));
+}
+
+}  // namespace
+}  // namespace kvpool::disk

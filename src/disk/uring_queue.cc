@@ -1,0 +1,97 @@
+#include "disk/uring_queue.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <vector>
+
+namespace kvpool::disk {
+
+Result<std::unique_ptr<UringQueue>> UringQueue::Create(uint32_t depth) {
+  if (depth == 0 || depth > 4096) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("disk queue depth {} is not in [1, 4096]", depth));
+  }
+  std::unique_ptr<UringQueue> q(new UringQueue(depth));
+  int rc = io_uring_queue_init(depth, &q->ring_, 0);
+  if (rc < 0) {
+    q->ring_.ring_fd = -1;
+    return Status(ErrorCode::INTERNAL_ERROR,
+                  fmt::format("io_uring_queue_init(depth={}) failed: {}", depth, strerror(-rc)));
+  }
+  return q;
+}
+
+UringQueue::~UringQueue() {
+  if (ring_.ring_fd >= 0) io_uring_queue_exit(&ring_);
+}
+
+Status UringQueue::Run(int fd, std::span<const IoOp> ops, const char* what) {
+  std::lock_guard lock(mu_);
+  std::vector<uint64_t> done(ops.size(), 0);
+  std::vector<size_t> retry;  // ops with a short transfer, to resubmit for their rest
+  size_t next = 0;
+  uint32_t inflight = 0;
+  Status first;
+  auto submit_one = [&](size_t i) {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    const IoOp& op = ops[i];
+    uint8_t* buf = op.buf + done[i];
+    unsigned len = static_cast<unsigned>(std::min<uint64_t>(op.length - done[i], 1u << 30));
+    uint64_t off = op.offset + done[i];
+    if (op.write) {
+      io_uring_prep_write(sqe, fd, buf, len, off);
+    } else {
+      io_uring_prep_read(sqe, fd, buf, len, off);
+    }
+    io_uring_sqe_set_data64(sqe, i);
+    ++inflight;
+  };
+  while (true) {
+    if (first.ok()) {
+      while (inflight < depth_ && (!retry.empty() || next < ops.size())) {
+        size_t i;
+        if (!retry.empty()) {
+          i = retry.back();
+          retry.pop_back();
+        } else {
+          i = next++;
+        }
+        if (ops[i].length == 0) continue;
+        submit_one(i);
+      }
+    }
+    if (inflight == 0) break;
+    int rc = io_uring_submit_and_wait(&ring_, 1);
+    if (rc < 0 && rc != -EINTR) {
+      // The ring is unusable: nothing more can be reaped safely, so report and stop here.
+      return Status(ErrorCode::INTERNAL_ERROR,
+                    fmt::format("io_uring_submit_and_wait on {}: {}", what, strerror(-rc)));
+    }
+    io_uring_cqe* cqe;
+    unsigned head;
+    unsigned seen = 0;
+    io_uring_for_each_cqe(&ring_, head, cqe) {
+      ++seen;
+      --inflight;
+      size_t i = io_uring_cqe_get_data64(cqe);
+      const IoOp& op = ops[i];
+      int res = cqe->res;
+      if (res <= 0) {  // 0: end of file (read) or no progress (write)
+        if (first.ok()) {
+          first = Status(op.write ? ErrorCode::FILE_WRITE_FAIL : ErrorCode::FILE_READ_FAIL,
+                         fmt::format("{} {} offset={} length={}: {}", op.write ? "write" : "read",
+                                     what, op.offset + done[i], op.length - done[i],
+                                     res < 0 ? strerror(-res) : "end of file"));
+        }
+        continue;
+      }
+      done[i] += static_cast<uint64_t>(res);
+      if (done[i] < op.length) retry.push_back(i);
+    }
+    io_uring_cq_advance(&ring_, seen);
+  }
+  return first;
+}
+
+}  // namespace kvpool::disk

@@ -1,0 +1,231 @@
+// The master's side of the disk tier: disk segments take no placements, replicas their hosts
+// report (TIER_UPDATE) are listed after DRAM ones and keep an object through DRAM eviction.
+#include <gtest/gtest.h>
+
+#include "master/master_test_util.h"
+
+namespace kvpool::master {
+namespace {
+
+using testing::At;
+using testing::Code;
+using testing::kT0;
+
+constexpr uint64_t kTierObj = 64 << 10;
+
+class TierTest : public testing::CoreTest {
+ protected:
+  void SetUp() override {
+    dram_ = Mount("node", "dram", kSeg);
+    rpc::MountSegment m;
+    m.set_client_id("node");
+    m.set_segment_name("dram#disk");
+    m.set_endpoint("127.0.0.1:9004");
+    m.set_size(4 * kSeg);
+    m.set_tier(rpc::TIER_DISK);
+    auto r = core_.MountSegment(m, kT0);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    disk_ = r->segment_id();
+  }
+  // Puts and commits `key` with checksum `sum`.
+  void PutSummed(const std::string& key, uint64_t sum, Clock::time_point now = kT0) {
+    auto r = Put1("writer", key, kTierObj, now);
+    ASSERT_EQ(r.code(), 0) << r.message();
+    rpc::PutEnd p;
+    p.set_client_id("writer");
+    p.add_commit_keys(key);
+    p.add_commit_checksums(sum);
+    auto e = core_.PutEnd(p, now);
+    ASSERT_TRUE(e.ok());
+    ASSERT_EQ(e->codes(0), 0);
+  }
+  static rpc::StoredObject Obj(const std::string& key, uint64_t offset, uint64_t sum,
+                               uint64_t size = kTierObj) {
+    rpc::StoredObject o;
+    o.set_key(key);
+    o.set_offset(offset);
+    o.set_size(size);
+    o.set_checksum(sum);
+    return o;
+  }
+  rpc::CodesReply Update(std::vector<rpc::StoredObject> added,
+                         std::vector<rpc::StoredObject> dropped = {},
+                         const std::string& client = "node",
+                         const std::string& segment = "dram#disk", Clock::time_point now = kT0) {
+    rpc::TierUpdate u;
+    u.set_client_id(client);
+    u.set_segment_name(segment);
+    for (auto& o : added) *u.add_added() = o;
+    for (auto& o : dropped) *u.add_dropped() = o;
+    auto r = core_.TierUpdate(u, now);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : rpc::CodesReply();
+  }
+  uint64_t dram_ = 0, disk_ = 0;
+};
+
+TEST_F(TierTest, DiskSegmentTakesNoPlacementsAndIsCountedApart) {
+  for (int i = 0; i < 8; ++i) {
+    auto r = Put1("writer", "k" + std::to_string(i), kTierObj);
+    ASSERT_EQ(r.code(), 0);
+    ASSERT_EQ(r.replicas_size(), 1);
+    EXPECT_EQ(r.replicas(0).segment_name(), "dram");
+  }
+  // Not even when a writer names it.
+  rpc::ReplicateConfig cfg;
+  cfg.add_preferred_segments("dram#disk");
+  auto r = Put1("writer", "pref", kTierObj, kT0, false, cfg);
+  ASSERT_EQ(r.code(), 0);
+  EXPECT_EQ(r.replicas(0).segment_name(), "dram");
+  rpc::StatReply st = core_.Stat();
+  EXPECT_EQ(st.capacity(), kSeg);
+  EXPECT_EQ(st.disk_capacity(), 4 * kSeg);
+  bool saw_disk = false;
+  for (const auto& s : st.segments()) {
+    if (s.segment_name() == "dram#disk") {
+      saw_disk = true;
+      EXPECT_EQ(s.tier(), static_cast<uint32_t>(rpc::TIER_DISK));
+    }
+  }
+  EXPECT_TRUE(saw_disk);
+}
+
+TEST_F(TierTest, DiskReplicaIsListedAfterDramAndKeepsTheObjectThroughEviction) {
+  PutSummed("hot", 77);
+  auto codes = Update({Obj("hot", 8192, 77)});
+  ASSERT_EQ(Code(codes.codes(0)), ErrorCode::OK);
+  rpc::ObjectLocation loc = Get1("hot", kT0, /*no_lease=*/true);
+  ASSERT_EQ(loc.replicas_size(), 2);
+  EXPECT_EQ(loc.replicas(0).segment_name(), "dram");
+  EXPECT_EQ(loc.replicas(0).tier(), 0u);
+  EXPECT_EQ(loc.replicas(1).segment_name(), "dram#disk");
+  EXPECT_EQ(loc.replicas(1).tier(), static_cast<uint32_t>(rpc::TIER_DISK));
+  EXPECT_EQ(loc.replicas(1).offset(), 8192u);
+  EXPECT_EQ(core_.Stat().disk_replicas(), 1u);
+  // Fill DRAM well past its size: "hot" is the oldest and goes from DRAM, not from the pool.
+  for (int i = 0; i < 40; ++i) PutSummed("fill" + std::to_string(i), 100 + i, At(1 + i));
+  EXPECT_EQ(Exists1("hot"), 1);
+  loc = Get1("hot", At(50), /*no_lease=*/true);
+  ASSERT_EQ(loc.code(), 0);
+  ASSERT_EQ(loc.replicas_size(), 1);
+  EXPECT_EQ(loc.replicas(0).segment_name(), "dram#disk");
+  EXPECT_EQ(loc.checksum(), 77u);
+  EXPECT_GE(core_.demoted_total(), 1u);
+  // The prefix query counts it too.
+  auto pre = core_.ExistsPrefix(Keys({"hot", "fill39", "nope"}), At(50));
+  EXPECT_EQ(pre.count(), 2u);
+  // Objects only on disk are never evicted by the master: more fills leave it there.
+  for (int i = 40; i < 60; ++i) PutSummed("fill" + std::to_string(i), 100 + i, At(51 + i));
+  EXPECT_EQ(Exists1("hot"), 1);
+}
+
+TEST_F(TierTest, AddsThatCannotBeTrustedAreRefused) {
+  PutSummed("a", 5);
+  auto c = Update({Obj("a", 0, 6), Obj("a", 0, 5, kTierObj + 1), Obj("missing", 0, 5),
+                   Obj("a", 4096, 5), Obj("a", 8192, 5)});
+  EXPECT_EQ(Code(c.codes(0)), ErrorCode::INVALID_PARAMS);  // another checksum
+  EXPECT_EQ(Code(c.codes(1)), ErrorCode::INVALID_PARAMS);  // another size
+  EXPECT_EQ(Code(c.codes(2)), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(Code(c.codes(3)), ErrorCode::OK);
+  EXPECT_EQ(Code(c.codes(4)), ErrorCode::OBJECT_ALREADY_EXISTS);  // one per disk segment
+  // A pending object is not there yet.
+  ASSERT_EQ(Put1("writer", "pending", kTierObj).code(), 0);
+  EXPECT_EQ(Code(Update({Obj("pending", 0, 1)}).codes(0)), ErrorCode::OBJECT_NOT_FOUND);
+  // A held object (a reader's lease) waits for a retry.
+  PutSummed("read", 9);
+  auto held = Get1("read");
+  ASSERT_EQ(held.code(), 0);
+  EXPECT_EQ(Code(Update({Obj("read", 65536, 9)}).codes(0)), ErrorCode::OBJECT_HAS_LEASE);
+  // Only the disk segment's own client, and only on a disk segment.
+  rpc::TierUpdate u;
+  u.set_client_id("other");
+  u.set_segment_name("dram#disk");
+  EXPECT_EQ(core_.TierUpdate(u, kT0).code(), ErrorCode::ILLEGAL_CLIENT);
+  u.set_client_id("node");
+  u.set_segment_name("dram");
+  EXPECT_EQ(core_.TierUpdate(u, kT0).code(), ErrorCode::ILLEGAL_CLIENT);
+  u.set_segment_name("none");
+  EXPECT_EQ(core_.TierUpdate(u, kT0).code(), ErrorCode::SEGMENT_NOT_FOUND);
+}
+
+TEST_F(TierTest, DropsUnlistTheDiskReplicaUnlessARead) {
+  PutSummed("a", 5);
+  PutSummed("b", 6);
+  ASSERT_EQ(Update({Obj("a", 0, 5), Obj("b", 65536, 6)}).codes(1), 0);
+  auto lease = Get1("a");  // a reader holds "a"
+  ASSERT_EQ(lease.code(), 0);
+  auto c = Update({}, {Obj("a", 0, 5), Obj("b", 65536, 6), Obj("b", 4096, 6), Obj("zz", 0, 1)});
+  EXPECT_EQ(Code(c.codes(0)), ErrorCode::OBJECT_HAS_LEASE);
+  EXPECT_EQ(Code(c.codes(1)), ErrorCode::OK);
+  EXPECT_EQ(Code(c.codes(2)), ErrorCode::OBJECT_NOT_FOUND);  // not at that offset
+  EXPECT_EQ(Code(c.codes(3)), ErrorCode::OBJECT_NOT_FOUND);
+  // "b" keeps its DRAM replica.
+  auto loc = Get1("b", kT0, true);
+  ASSERT_EQ(loc.replicas_size(), 1);
+  EXPECT_EQ(loc.replicas(0).segment_name(), "dram");
+  EXPECT_EQ(core_.Stat().disk_replicas(), 1u);
+}
+
+TEST_F(TierTest, DroppingTheOnlyCopyRemovesTheObjectAndRemoveJournalsTheDiskFree) {
+  PutSummed("solo", 5);
+  ASSERT_EQ(Update({Obj("solo", 0, 5)}).codes(0), 0);
+  PutSummed("gone", 6);
+  ASSERT_EQ(Update({Obj("gone", 65536, 6)}).codes(0), 0);
+  for (int i = 0; i < 40; ++i) PutSummed("fill" + std::to_string(i), 100 + i, At(1 + i));
+  ASSERT_EQ(Exists1("solo"), 1);
+  ASSERT_EQ(Get1("solo", At(50), true).replicas_size(), 1);
+  EXPECT_EQ(Code(Update({}, {Obj("solo", 0, 5)}, "node", "dram#disk", At(50)).codes(0)),
+            ErrorCode::OK);
+  EXPECT_EQ(Exists1("solo"), 0);
+  // A remove frees the disk replica through the disk segment's journal (its host frees the
+  // range when it applies the FREE), not through a TIER_UPDATE.
+  EXPECT_EQ(Remove1("gone", At(50)), ErrorCode::OK);
+  rpc::Ping p;
+  p.set_client_id("node");
+  rpc::JournalAck* ack = p.add_journal_acks();
+  ack->set_segment_name("dram#disk");
+  ack->set_applied_seq(0);
+  auto reply = core_.Ping(p, At(50));
+  ASSERT_TRUE(reply.ok());
+  bool freed = false;
+  for (const auto& j : reply->journals()) {
+    if (j.segment_name() != "dram#disk") continue;
+    for (const auto& e : j.entries()) freed |= e.freed() && e.offset() == 65536;
+  }
+  EXPECT_TRUE(freed);
+}
+
+TEST(TierRestoreTest, RestartedDiskSegmentListsItsObjectsAgain) {
+  MasterCore core(MasterOptions(), 7);
+  rpc::MountSegment m;
+  m.set_client_id("node2");
+  m.set_segment_name("n#disk");
+  m.set_endpoint("127.0.0.1:9100");
+  m.set_size(4 << 20);
+  m.set_tier(rpc::TIER_DISK);
+  m.set_incarnation(1234);
+  for (int i = 0; i < 3; ++i) {
+    rpc::StoredObject* o = m.add_objects();
+    o->set_key("k" + std::to_string(i));
+    o->set_offset(static_cast<uint64_t>(i) * 65536);
+    o->set_size(65536);
+    o->set_checksum(10 + i);
+  }
+  auto r = core.MountSegment(m, kT0);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->objects_restored(), 3u);
+  rpc::KeysRequest k;
+  k.add_keys("k1");
+  k.set_no_lease(true);
+  auto loc = core.GetReplicaList(k, kT0).objects(0);
+  ASSERT_EQ(loc.code(), 0);
+  ASSERT_EQ(loc.replicas_size(), 1);
+  EXPECT_EQ(loc.replicas(0).tier(), static_cast<uint32_t>(rpc::TIER_DISK));
+  EXPECT_EQ(loc.replicas(0).offset(), 65536u);
+  EXPECT_EQ(loc.checksum(), 11u);
+  // Still no placements there, after the restore too.
+  EXPECT_EQ(core.Stat().capacity(), 0u);
+}
+
+}  // namespace
+}  // namespace kvpool::master

@@ -1,0 +1,361 @@
+#include "node/disk_host.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/checksum.h"
+#include "common/random_id.h"
+#include "common/units.h"
+
+namespace kvpool::node {
+namespace {
+
+// Chunks of a mount's object list, well under the frame's meta limit.
+constexpr size_t kMountChunkBytes = 16 << 20;
+// A TIER_UPDATE add the master could not take now (a reader's lease, or no answer) is sent
+// again after this long, up to kMaxAddTries times while the master answers.
+constexpr auto kRetryDelay = std::chrono::milliseconds(200);
+constexpr int kMaxAddTries = 50;
+// Most victims one eviction round asks the master to drop.
+constexpr size_t kMaxVictims = 256;
+
+}  // namespace
+
+Result<std::unique_ptr<DiskHost>> DiskHost::Open(const DiskHostOptions& options) {
+  auto tier = disk::DiskTier::Open(options.tier);
+  if (!tier.ok()) return tier.status();
+  return std::unique_ptr<DiskHost>(new DiskHost(options, std::move(tier).value()));
+}
+
+DiskHost::DiskHost(const DiskHostOptions& options, std::unique_ptr<disk::DiskTier> tier)
+    : options_(options), tier_(std::move(tier)), incarnation_(RandomU64() | 1) {}
+
+DiskHost::~DiskHost() { Stop(); }
+
+void DiskHost::Bind(const std::string& dram_name, const transfer::SegmentTable* dram) {
+  dram_name_ = dram_name;
+  name_ = dram_name + "#disk";
+  dram_ = dram;
+  bound_.store(true, std::memory_order_release);
+}
+
+rpc::StoredObject DiskHost::Stored(const disk::DiskObject& o) {
+  rpc::StoredObject s;
+  s.set_key(o.key);
+  s.set_offset(o.offset);
+  s.set_size(o.size);
+  s.set_checksum(o.checksum);
+  return s;
+}
+
+Status DiskHost::Mount(master::MasterClient& master, Deadline deadline) {
+  std::vector<disk::DiskObject> objects = tier_->Objects();
+  rpc::MountSegment req;
+  req.set_segment_name(name_);
+  req.set_endpoint(dram_name_);
+  req.set_size(tier_->stats().capacity);
+  req.set_incarnation(incarnation_);
+  req.set_tier(rpc::TIER_DISK);
+  size_t begin = 0, restored = 0;
+  Result<rpc::MountSegmentReply> r = Status::Ok();
+  do {
+    rpc::MountSegment chunk = req;
+    size_t bytes = 0, end = begin;
+    while (end < objects.size() && bytes < kMountChunkBytes) {
+      bytes += objects[end].key.size() + 48;
+      *chunk.add_objects() = Stored(objects[end++]);
+    }
+    chunk.set_more_objects(end < objects.size());
+    r = master.MountSegmentAs(std::move(chunk), deadline);
+    if (!r.ok()) return r.status();
+    restored += r->objects_restored();
+    begin = end;
+  } while (begin < objects.size());
+  {
+    std::lock_guard lock(mu_);
+    // A new segment at the master (first mount, a restarted master, or ours dropped) starts a
+    // new journal; the same one continues where we were.
+    if (r->segment_id() != mounted_id_ || r->master_epoch() != mounted_epoch_) applied_seq_ = 0;
+    mounted_id_ = r->segment_id();
+    mounted_epoch_ = r->master_epoch();
+    master_ = &master;
+    if (!thread_.joinable() && !stop_) thread_ = std::thread([this] { Run(); });
+  }
+  spdlog::info("mounted disk segment={} size={} objects_listed={} objects_restored={}", name_,
+               FormatSize(tier_->stats().capacity), objects.size(), restored);
+  return Status::Ok();
+}
+
+void DiskHost::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+rpc::JournalAck DiskHost::JournalAck() const {
+  rpc::JournalAck ack;
+  ack.set_segment_name(name_);
+  std::lock_guard lock(mu_);
+  ack.set_applied_seq(applied_seq_);
+  return ack;
+}
+
+void DiskHost::ApplyJournal(const rpc::SegmentJournal& journal) {
+  if (journal.reset()) {
+    spdlog::warn(
+        "disk segment={}: the master's journal overflowed; frees in it were lost (their "
+        "space stays taken until the tier evicts it)",
+        name_);
+  }
+  std::vector<uint64_t> frees;
+  {
+    std::lock_guard lock(mu_);
+    for (const rpc::JournalEntry& e : journal.entries()) {
+      if (e.seq() <= applied_seq_) continue;  // re-delivered
+      applied_seq_ = e.seq();
+      if (!e.freed()) continue;  // the master journals no commits here
+      if (tier_->Find(e.offset(), e.size())) frees.push_back(e.offset());
+      doomed_.erase(e.offset());
+    }
+  }
+  if (!frees.empty()) tier_->Free(frees);
+}
+
+void DiskHost::Offload(const rpc::JournalEntry& commit) {
+  {
+    std::lock_guard lock(mu_);
+    if (stop_ || queue_.size() >= options_.offload_queue) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    queue_.push_back(Pending{commit.key(), commit.offset(), commit.size(), commit.checksum()});
+  }
+  cv_.notify_one();
+}
+
+void DiskHost::Run() {
+  std::unique_lock lock(mu_);
+  while (!stop_) {
+    cv_.wait_for(lock, kRetryDelay, [this] { return stop_ || !queue_.empty(); });
+    if (stop_) break;
+    std::vector<Pending> batch;
+    uint64_t bytes = 0;
+    while (!queue_.empty() &&
+           (batch.empty() || bytes + queue_.front().size <= options_.batch_bytes)) {
+      bytes += queue_.front().size;
+      batch.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+    }
+    lock.unlock();
+    if (!batch.empty()) OffloadBatch(std::move(batch));
+    RetryDue();
+    lock.lock();
+  }
+}
+
+void DiskHost::OffloadBatch(std::vector<Pending> batch) {
+  std::shared_ptr<transfer::SegmentMemory> mem = dram_->Find(dram_name_);
+  if (mem == nullptr) return;
+  uint64_t total = 0;
+  for (const Pending& p : batch) total += tier_->Reserved(p.size);
+  disk::AlignedBuffer buf(total, tier_->alignment());
+  std::vector<disk::DiskTier::WriteItem> items;
+  items.reserve(batch.size());
+  uint64_t pos = 0;
+  for (const Pending& p : batch) {
+    if (p.checksum == 0 || p.offset > mem->size() || p.size > mem->size() - p.offset) {
+      skipped_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    uint8_t* at = buf.data() + pos;
+    memcpy(at, mem->base() + p.offset, p.size);
+    // The copy, not the DRAM range, is checked: what is written is what was verified.
+    if (ChecksumOf(at, p.size) != p.checksum) {
+      skipped_.fetch_add(1, std::memory_order_relaxed);  // freed and rewritten meanwhile
+      continue;
+    }
+    items.push_back(disk::DiskTier::WriteItem{p.key, at, p.size, p.checksum});
+    pos += tier_->Reserved(p.size);
+  }
+  if (items.empty()) return;
+  auto results = tier_->Write(items);
+  std::vector<disk::DiskObject> written;
+  std::vector<disk::DiskTier::WriteItem> no_room;
+  uint64_t need = 0;
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i].ok()) {
+      written.push_back(std::move(results[i]).value());
+    } else if (results[i].code() == ErrorCode::NO_AVAILABLE_HANDLE) {
+      no_room.push_back(items[i]);
+      need += tier_->Reserved(items[i].size);
+    } else {
+      failed_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  if (!no_room.empty()) {
+    MakeRoom(need);
+    for (auto& r : tier_->Write(no_room)) {
+      if (r.ok()) {
+        written.push_back(std::move(r).value());
+      } else {
+        failed_.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  }
+  ReportAdds(std::move(written), 0);
+}
+
+void DiskHost::ReportAdds(std::vector<disk::DiskObject> written, int tries) {
+  if (written.empty()) return;
+  master::MasterClient* master;
+  {
+    std::lock_guard lock(mu_);
+    master = master_;
+  }
+  std::vector<rpc::StoredObject> added;
+  added.reserve(written.size());
+  for (const disk::DiskObject& o : written) added.push_back(Stored(o));
+  auto r = master->TierUpdate(name_, added, {}, DeadlineAfter(options_.rpc_timeout));
+  if (!r.ok()) {
+    // Perhaps applied: keep the copies (never free what the master may list) and ask again.
+    if (!master_error_logged_.exchange(true)) {
+      spdlog::warn("disk segment={}: tier update failed: {} (retrying)", name_,
+                   r.status().ToString());
+    }
+    for (disk::DiskObject& o : written) {
+      retries_.push_back(Retry{std::move(o), Clock::now() + kRetryDelay, tries});
+    }
+    return;
+  }
+  master_error_logged_.store(false);
+  std::vector<uint64_t> frees;
+  for (size_t i = 0; i < written.size(); ++i) {
+    auto code = static_cast<ErrorCode>(r->codes(static_cast<int>(i)));
+    if (code == ErrorCode::OK || code == ErrorCode::OBJECT_ALREADY_EXISTS) {
+      // ALREADY_EXISTS: listed already (a re-mount listed it before this retry).
+      if (code == ErrorCode::OK) offloaded_.fetch_add(1, std::memory_order_relaxed);
+    } else if (code == ErrorCode::OBJECT_HAS_LEASE && tries + 1 < kMaxAddTries) {
+      retries_.push_back(Retry{std::move(written[i]), Clock::now() + kRetryDelay, tries + 1});
+    } else {
+      // Never listed: the object is gone, changed, or stayed leased too long.
+      failed_.fetch_add(1, std::memory_order_relaxed);
+      frees.push_back(written[i].offset);
+    }
+  }
+  if (!frees.empty()) tier_->Free(frees);
+}
+
+void DiskHost::RetryDue() {
+  if (retries_.empty()) return;
+  auto now = Clock::now();
+  std::vector<disk::DiskObject> due;
+  int tries = 0;
+  std::erase_if(retries_, [&](Retry& r) {
+    if (r.due > now) return false;
+    // Freed meanwhile (a FREE of a re-mount that did not keep it): nothing to report.
+    if (tier_->Find(r.obj.offset, r.obj.size)) {
+      tries = std::max(tries, r.tries);
+      due.push_back(std::move(r.obj));
+    }
+    return true;
+  });
+  ReportAdds(std::move(due), tries);
+}
+
+void DiskHost::MakeRoom(uint64_t need) {
+  std::unordered_set<uint64_t> waiting;  // offsets whose add is not answered yet: not victims
+  for (const Retry& r : retries_) waiting.insert(r.obj.offset);
+  std::vector<disk::DiskObject> victims;
+  uint64_t got = 0;
+  {
+    std::lock_guard lock(mu_);
+    for (disk::DiskObject& o : tier_->LruVictims(kMaxVictims + waiting.size() + doomed_.size())) {
+      if (got >= need || victims.size() >= kMaxVictims) break;
+      if (waiting.count(o.offset) != 0 || doomed_.count(o.offset) != 0) continue;
+      got += tier_->Reserved(o.size);
+      victims.push_back(std::move(o));
+    }
+  }
+  if (victims.empty()) return;
+  master::MasterClient* master;
+  {
+    std::lock_guard lock(mu_);
+    master = master_;
+  }
+  std::vector<rpc::StoredObject> dropped;
+  dropped.reserve(victims.size());
+  for (const disk::DiskObject& o : victims) dropped.push_back(Stored(o));
+  auto r = master->TierUpdate(name_, {}, dropped, DeadlineAfter(options_.rpc_timeout));
+  if (!r.ok()) return;  // nothing is freed that the master may still list
+  std::vector<uint64_t> frees;
+  {
+    std::lock_guard lock(mu_);
+    for (size_t i = 0; i < victims.size(); ++i) {
+      auto code = static_cast<ErrorCode>(r->codes(static_cast<int>(i)));
+      if (code == ErrorCode::OK) {
+        frees.push_back(victims[i].offset);
+      } else if (code == ErrorCode::OBJECT_NOT_FOUND) {
+        doomed_.insert(victims[i].offset);  // the master freed it: its FREE frees the space
+      }
+    }
+  }
+  evicted_.fetch_add(tier_->Free(frees), std::memory_order_relaxed);
+}
+
+std::optional<rpc::Reply> DiskHost::Read(const rpc::DataRequest& req) {
+  if (!bound_.load(std::memory_order_acquire) || req.segment_name() != name_) return std::nullopt;
+  read_requests_.fetch_add(1, std::memory_order_relaxed);
+  if (req.segment_incarnation() != 0 && req.segment_incarnation() != incarnation_) {
+    read_failures_.fetch_add(1, std::memory_order_relaxed);
+    return rpc::Reply::Error(
+        Status(ErrorCode::SEGMENT_NOT_FOUND,
+               fmt::format("segment={} incarnation={:016x} is not served here (this disk tier's is "
+                           "{:016x}): its host restarted",
+                           name_, req.segment_incarnation(), incarnation_)));
+  }
+  uint64_t total = 0;
+  for (const rpc::Range& r : req.ranges()) total += tier_->Reserved(r.length());
+  auto buf = std::make_shared<disk::AlignedBuffer>(total, tier_->alignment());
+  std::vector<disk::DiskTier::ReadOp> ops;
+  ops.reserve(req.ranges_size());
+  uint64_t pos = 0;
+  for (const rpc::Range& r : req.ranges()) {
+    ops.push_back(disk::DiskTier::ReadOp{r.offset(), r.length(), buf->data() + pos});
+    pos += tier_->Reserved(r.length());
+  }
+  Status st = tier_->Read(ops);
+  if (!st.ok()) {
+    read_failures_.fetch_add(1, std::memory_order_relaxed);
+    return rpc::Reply::Error(st);
+  }
+  rpc::Reply reply = rpc::Reply::Of(rpc::Empty());
+  reply.payload.reserve(ops.size());
+  for (const auto& op : ops) reply.payload.emplace_back(op.dst, op.length);
+  reply.keep_alive = std::move(buf);
+  return reply;
+}
+
+DiskHostStats DiskHost::stats() const {
+  DiskHostStats s;
+  s.tier = tier_->stats();
+  {
+    std::lock_guard lock(mu_);
+    s.offload_queue_depth = queue_.size();
+  }
+  s.offloaded = offloaded_.load(std::memory_order_relaxed);
+  s.offload_skipped = skipped_.load(std::memory_order_relaxed);
+  s.offload_dropped = dropped_.load(std::memory_order_relaxed);
+  s.offload_failed = failed_.load(std::memory_order_relaxed);
+  s.evicted = evicted_.load(std::memory_order_relaxed);
+  s.read_requests = read_requests_.load(std::memory_order_relaxed);
+  s.read_failures = read_failures_.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace kvpool::node

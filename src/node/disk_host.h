@@ -1,0 +1,142 @@
+// A segment host's disk tier at work: the disk::DiskTier below its DRAM segment, mounted at the
+// master as a second segment ("<dram name>#disk", tier TIER_DISK, served at the same endpoint).
+//
+// Offload: every object committed to the DRAM segment (the master's journal tells) is queued
+// and copied to disk by one background thread, ahead of any eviction, so puts never wait for
+// the disk. Each copy is checked against the object's checksum before it is written (a range
+// freed and rewritten meanwhile is skipped) and reported to the master (TIER_UPDATE added) only
+// after it is durable. When the master later evicts the DRAM copy, the disk copy keeps the
+// object. A full tier evicts its least recently used objects: the master unlists them first
+// (TIER_UPDATE dropped; a reader's lease keeps one), then their space is freed.
+//
+// Space is freed only when the master no longer lists the object there: a drop it confirmed, an
+// add it refused, or a FREE in the disk segment's journal (a remove, an upsert, a re-mount
+// that did not keep it). So a range is never reused while a reader may be sent to it.
+//
+// Reads: DataService hands READs of the disk segment to Read(), which reads the ranges (whole
+// objects) through io_uring into one aligned buffer, checks each against its checksum
+// (CHECKSUM_MISMATCH, never wrong bytes) and replies from that buffer.
+//
+// Threading: thread-safe. Owns the offload thread; Stop() (or the destructor) joins it.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "common/time.h"
+#include "disk/disk_tier.h"
+#include "master/master_client.h"
+#include "rpc/kvpool.pb.h"
+#include "transfer/segment_table.h"
+#include "transfer/tier_reader.h"
+
+namespace kvpool::node {
+
+struct DiskHostOptions {
+  disk::DiskTierOptions tier;
+  size_t offload_queue = 16384;  // objects waiting for the disk; beyond it they are not offloaded
+  uint64_t batch_bytes = 16 << 20;  // bytes per offload batch (one fdatasync, one TIER_UPDATE)
+  Clock::duration rpc_timeout = std::chrono::seconds(5);
+};
+
+struct DiskHostStats {
+  disk::DiskTierStats tier;
+  uint64_t offload_queue_depth = 0;
+  uint64_t offloaded = 0;        // objects copied to disk and listed by the master
+  uint64_t offload_skipped = 0;  // no checksum recorded, or the bytes changed before the copy
+  uint64_t offload_dropped = 0;  // queue full
+  uint64_t offload_failed = 0;   // no room, I/O error, or the master refused it
+  uint64_t evicted = 0;          // objects the tier evicted (least recently used)
+  uint64_t read_requests = 0;    // READs served from disk
+  uint64_t read_failures = 0;    // of which failed (checksum, I/O, unknown range)
+};
+
+class DiskHost : public transfer::TierReader {
+ public:
+  // Opens the tier (errors as disk::DiskTier::Open: the path and the need are named).
+  static Result<std::unique_ptr<DiskHost>> Open(const DiskHostOptions& options);
+  ~DiskHost() override;
+
+  // Names the DRAM segment this tier sits below and where its memory is; once, before Mount.
+  // `dram` must outlive the host.
+  void Bind(const std::string& dram_name, const transfer::SegmentTable* dram);
+  // "<dram name>#disk".
+  const std::string& name() const { return name_; }
+  uint64_t incarnation() const { return incarnation_; }
+  disk::DiskTier& tier() { return *tier_; }
+
+  // Mounts the disk segment, listing every object the tier holds (a restarted host's disk
+  // objects are listed again this way), and starts the offloader. `master` must outlive the
+  // host (or Stop()). Errors: as MasterClient::MountSegmentAs.
+  Status Mount(master::MasterClient& master, Deadline deadline);
+  // Stops the offloader (queued objects are not offloaded). Idempotent.
+  void Stop();
+
+  // Heartbeat plumbing for the disk segment's journal (FREE entries free disk space).
+  rpc::JournalAck JournalAck() const;
+  void ApplyJournal(const rpc::SegmentJournal& journal);
+  // Queues a DRAM commit for offload (never blocks; a full queue drops it, counted).
+  void Offload(const rpc::JournalEntry& commit);
+
+  std::optional<rpc::Reply> Read(const rpc::DataRequest& req) override;
+  DiskHostStats stats() const;
+
+ private:
+  struct Pending {
+    std::string key;
+    uint64_t offset = 0;  // in the DRAM segment
+    uint64_t size = 0;
+    uint64_t checksum = 0;
+  };
+  struct Retry {
+    disk::DiskObject obj;
+    Clock::time_point due;
+    int tries = 0;
+  };
+  explicit DiskHost(const DiskHostOptions& options, std::unique_ptr<disk::DiskTier> tier);
+  void Run();
+  void OffloadBatch(std::vector<Pending> batch);
+  // Reports `written` to the master; what it refused is freed, what it could not take now is
+  // retried later.
+  void ReportAdds(std::vector<disk::DiskObject> written, int tries);
+  void RetryDue();
+  // Evicts least recently used objects (master first) until about `need` bytes are free.
+  void MakeRoom(uint64_t need);
+  static rpc::StoredObject Stored(const disk::DiskObject& o);
+
+  const DiskHostOptions options_;
+  std::unique_ptr<disk::DiskTier> tier_;
+  std::string name_, dram_name_;  // set by Bind, before the data server names it anywhere
+  const transfer::SegmentTable* dram_ = nullptr;
+  const uint64_t incarnation_;
+  std::atomic<bool> bound_{false};
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Pending> queue_;                    // guarded by mu_
+  bool stop_ = false;                            // guarded by mu_
+  master::MasterClient* master_ = nullptr;       // guarded by mu_ (set by the first Mount)
+  uint64_t applied_seq_ = 0;                     // guarded by mu_
+  uint64_t mounted_id_ = 0, mounted_epoch_ = 0;  // guarded by mu_
+  std::thread thread_;
+
+  // Offload thread only.
+  std::vector<Retry> retries_;
+  // Offsets the master no longer lists, whose FREE is on its way. Guarded by mu_.
+  std::unordered_set<uint64_t> doomed_;
+  std::atomic<bool> master_error_logged_{false};
+
+  std::atomic<uint64_t> offloaded_{0}, skipped_{0}, dropped_{0}, failed_{0}, evicted_{0};
+  std::atomic<uint64_t> read_requests_{0}, read_failures_{0};
+};
+
+}  // namespace kvpool::node
