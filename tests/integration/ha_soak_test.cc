@@ -6,12 +6,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <mutex>
 #include <random>
 #include <span>
 #include <thread>
 
 #include "ha_support.h"
+#include "put_get_workload.h"
 
 namespace kvpool::testing {
 namespace {
@@ -25,82 +25,14 @@ std::vector<uint8_t> SoakValue(const std::string& key) {
   return ObjectBytes(key, 0, kSoakValueBytes);
 }
 
-// Writes batches of fresh keys and reads earlier ones back until stopped.
-class HaWorkload {
- public:
-  explicit HaWorkload(Client* c) : client_(c) {}
-  ~HaWorkload() {
-    if (thread_.joinable()) Stop();  // a failed ASSERT left it running
-  }
-  void Start() {
-    thread_ = std::thread([this] { Run(); });
-  }
-  void Stop() {
-    stop_ = true;
-    thread_.join();
-  }
-  struct Done {
-    std::string key;
-    SteadyClock::time_point at;
-  };
-  std::vector<Done> completed() {
-    std::lock_guard lock(mu_);
-    return completed_;
-  }
-  SteadyClock::duration longest_call() const { return longest_.load(); }
-  size_t wrong_bytes() const { return wrong_.load(); }
-
- private:
-  void Note(SteadyClock::time_point start) {
-    auto took = SteadyClock::now() - start;
-    auto prev = longest_.load();
-    while (took > prev && !longest_.compare_exchange_weak(prev, took)) {
-    }
-  }
-  void Run() {
-    size_t next = 0;
-    std::mt19937 rng(7);
-    while (!stop_) {
-      std::vector<std::string> keys;
-      std::vector<std::vector<uint8_t>> values;
-      std::vector<std::span<const uint8_t>> spans;
-      for (size_t i = 0; i < 4; ++i) {
-        keys.push_back("soak-" + std::to_string(next++));
-        values.push_back(SoakValue(keys.back()));
-      }
-      for (auto& v : values) spans.emplace_back(v.data(), v.size());
-      auto start = SteadyClock::now();
-      auto st = client_->BatchPut(keys, spans, ReplicateConfig{});
-      Note(start);
-      std::vector<std::string> back;
-      {
-        std::lock_guard lock(mu_);
-        auto now = SteadyClock::now();
-        for (size_t i = 0; i < keys.size(); ++i) {
-          if (st[i].ok()) completed_.push_back({keys[i], now});
-        }
-        for (size_t i = 0; i < 4 && !completed_.empty(); ++i) {
-          back.push_back(completed_[rng() % completed_.size()].key);
-        }
-      }
-      start = SteadyClock::now();
-      auto got = client_->BatchGet(back);
-      Note(start);
-      for (size_t i = 0; i < back.size(); ++i) {
-        if (got[i].ok() && *got[i] != SoakValue(back[i])) ++wrong_;
-      }
-      std::this_thread::sleep_for(milliseconds(5));
-    }
-  }
-
-  Client* client_;
-  std::thread thread_;
-  std::atomic<bool> stop_{false};
-  std::mutex mu_;
-  std::vector<Done> completed_;  // guarded by mu_
-  std::atomic<SteadyClock::duration> longest_{SteadyClock::duration::zero()};
-  std::atomic<size_t> wrong_{0};
-};
+// 4 fresh 16 KiB keys per round, every 5 ms.
+PutGetWorkloadOptions SoakWorkload() {
+  PutGetWorkloadOptions o;
+  o.key_prefix = "soak-";
+  o.value_bytes = kSoakValueBytes;
+  o.batch = 4;
+  return o;
+}
 
 TEST(HaSoakTest, LeadersKilledUnderLoadLoseNothingComplete) {
   KVPOOL_REQUIRE_ETCD(etcd);
@@ -115,7 +47,7 @@ TEST(HaSoakTest, LeadersKilledUnderLoadLoseNothingComplete) {
   ASSERT_NE(client, nullptr);
   ASSERT_TRUE(pool.WaitForSegments(*client, 2, seconds(20))) << pool.Logs();
 
-  HaWorkload w(client.get());
+  PutGetWorkload w(client.get(), SoakWorkload());
   w.Start();
   // ~18 s: three failovers, each a kill -9 of whoever leads, restarted at once as a standby.
   std::vector<SteadyClock::time_point> kills;

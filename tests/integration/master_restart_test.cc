@@ -7,10 +7,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <mutex>
 #include <thread>
 
 #include "pool.h"
+#include "put_get_workload.h"
 
 namespace kvpool::testing {
 namespace {
@@ -24,91 +24,17 @@ constexpr size_t kBatch = 8;
 
 std::vector<uint8_t> ValueOf(const std::string& key) { return ObjectBytes(key, 0, kValueBytes); }
 
-// Puts batches of fresh keys and reads back earlier ones until stopped, recording when each
-// put completed and the longest any call took.
-class Workload {
- public:
-  explicit Workload(Client* c) : client_(c) {}
-  void Start() {
-    thread_ = std::thread([this] { Run(); });
-  }
-  void Stop() {
-    stop_ = true;
-    thread_.join();
-  }
-  struct Done {
-    std::string key;
-    SteadyClock::time_point at;
-  };
-  std::vector<Done> completed() {
-    std::lock_guard lock(mu_);
-    return completed_;
-  }
-  SteadyClock::duration longest_call() const { return longest_.load(); }
-  size_t wrong_bytes() const { return wrong_.load(); }
-  size_t failed_calls() const { return failed_.load(); }
-
- private:
-  void Note(SteadyClock::time_point start) {
-    auto took = SteadyClock::now() - start;
-    auto prev = longest_.load();
-    while (took > prev && !longest_.compare_exchange_weak(prev, took)) {
-    }
-  }
-  void Run() {
-    size_t next = 0;
-    while (!stop_) {
-      std::vector<std::string> keys;
-      std::vector<std::vector<uint8_t>> values;
-      std::vector<std::span<const uint8_t>> spans;
-      for (size_t i = 0; i < kBatch; ++i) {
-        keys.push_back("restart-" + std::to_string(next++));
-        values.push_back(ValueOf(keys.back()));
-      }
-      for (auto& v : values) spans.emplace_back(v.data(), v.size());
-      auto start = SteadyClock::now();
-      auto st = client_->BatchPut(keys, spans, ReplicateConfig{});
-      Note(start);
-      auto now = SteadyClock::now();
-      {
-        std::lock_guard lock(mu_);
-        for (size_t i = 0; i < keys.size(); ++i) {
-          if (st[i].ok()) {
-            completed_.push_back({keys[i], now});
-          } else {
-            ++failed_;
-          }
-        }
-      }
-      // Read back a few earlier objects: any bytes returned must be right.
-      std::vector<std::string> back;
-      {
-        std::lock_guard lock(mu_);
-        for (size_t i = 0; i < 4 && i < completed_.size(); ++i) {
-          back.push_back(completed_[(next * 7 + i * 13) % completed_.size()].key);
-        }
-      }
-      start = SteadyClock::now();
-      auto got = client_->BatchGet(back);
-      Note(start);
-      for (size_t i = 0; i < back.size(); ++i) {
-        if (got[i].ok() && *got[i] != ValueOf(back[i])) ++wrong_;
-        if (!got[i].ok()) ++failed_;
-      }
-      // A steady pace (at most ~4,000 puts/s), so the run stays below the eviction watermark.
-      std::this_thread::sleep_for(std::chrono::milliseconds(st[0].ok() ? 2 : 20));
-    }
-  }
-
-  Client* client_;
-  std::thread thread_;
-  std::atomic<bool> stop_{false};
-  std::mutex mu_;
-  std::vector<Done> completed_;  // guarded by mu_
-  std::atomic<SteadyClock::duration> longest_{SteadyClock::duration::zero()};
-  std::atomic<size_t> wrong_{0};
-  std::atomic<size_t> failed_{0};
-};
+// kBatch fresh keys per round at a steady pace (at most ~4,000 puts/s), so the run stays below
+// the eviction watermark.
+PutGetWorkloadOptions RestartWorkload() {
+  PutGetWorkloadOptions o;
+  o.key_prefix = "restart-";
+  o.value_bytes = kValueBytes;
+  o.batch = kBatch;
+  o.pause_after_put = std::chrono::milliseconds(2);
+  o.pause_after_failure = std::chrono::milliseconds(20);
+  return o;
+}
 
 TEST(MasterRestartTest, ObjectsSurviveAMasterKilledUnderLoad) {
   Pool pool;
@@ -119,7 +45,7 @@ TEST(MasterRestartTest, ObjectsSurviveAMasterKilledUnderLoad) {
   o.verify_checksum = true;  // the comparison below checks the bytes too; this checks the list
   auto client = pool.NewClient(o);
   ASSERT_NE(client, nullptr);
-  Workload w(client.get());
+  PutGetWorkload w(client.get(), RestartWorkload());
   w.Start();
   std::this_thread::sleep_for(std::chrono::seconds(3));
   const auto kill_at = SteadyClock::now();
