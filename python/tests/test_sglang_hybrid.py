@@ -410,7 +410,9 @@ def test_duck_typed_transfers_and_a_kv_transfer(pool, uid, backends):
 def test_a_full_pool_evicts_whole_pages(uid, mode):
     """Pages written through both calls (side pools by batch_set_v2, KV by batch_set_v1) into
     a pool too small for them: eviction takes a page's objects together (one group per page),
-    so every page is either whole or gone, never a Mamba state without its KV or the reverse."""
+    so every page both calls reported written is either whole or gone, never a Mamba state
+    without its KV or the reverse. A page one call reported not written may be partial: SGLang
+    does not count it as stored (its exists stops there)."""
     from conftest import Pool
 
     p = Pool()
@@ -420,22 +422,29 @@ def test_a_full_pool_evicts_whole_pages(uid, mode):
         b = make_backend(p, mode, model)
         try:
             batches = 24  # 24 x 128 pages of ~8.6 KiB: about twice the pool
+            unwritten = set()  # pages a set call reported False for
             for i in range(batches):
                 keys = page_keys(f"{uid}-{i}", 128)
                 mamba = model.sides[PoolName.MAMBA][0]  # slots reused: bytes do not matter
                 t = PoolTransfer(name=PoolName.MAMBA, keys=keys, hit_policy=TRAILING,
                                  host_indices=page_indices(0, 128, 1) % mamba.size)
-                b.batch_set_v2([t])
-                b.batch_set_v1(keys, page_indices(0, 128, 16) % model.anchor.size)
+                sides = b.batch_set_v2([t])
+                kv = b.batch_set_v1(keys, page_indices(0, 128, 16) % model.anchor.size)
+                for j, h in enumerate(keys):
+                    if not kv[j] or not all(r[j] for r in sides.values()):
+                        unwritten.add(h)
             whole = gone = 0
             for i in range(batches):
                 for h in page_keys(f"{uid}-{i}", 128):
+                    if h in unwritten:
+                        continue
                     objects = [o for objs in model.keys_of_page(h).values() for o in objs]
                     found = b.store.batch_is_exist(objects)
                     assert found in ([1] * len(objects), [0] * len(objects)), (h, found)
                     whole += found[0] == 1
                     gone += found[0] == 0
             assert whole > 0 and gone > 0, (whole, gone)
+            assert len(unwritten) < batches * 128 // 10, len(unwritten)
         finally:
             b.close()
     finally:
