@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "common/log_throttle.h"
+
 namespace kvpool {
 
 // Log lines quote keys, which are any bytes: the line must stay one line of valid text.
@@ -23,6 +25,21 @@ TEST(LogTest, KeysInLogLinesArePrintable) {
             std::string::npos)
       << line;
   EXPECT_EQ(std::count(line.begin(), line.end(), '\n'), 1) << line;
+}
+
+}  // namespace kvpool
+
+namespace kvpool {
+
+TEST(LogThrottleTest, OneLinePerIntervalCountingWhatWasHeldBack) {
+  LogThrottle throttle(std::chrono::seconds(1));
+  const Clock::time_point t0 = Clock::now();
+  EXPECT_EQ(throttle.Allow(t0), 0u);
+  EXPECT_FALSE(throttle.Allow(t0 + std::chrono::milliseconds(10)).has_value());
+  EXPECT_FALSE(throttle.Allow(t0 + std::chrono::milliseconds(999)).has_value());
+  EXPECT_EQ(throttle.Allow(t0 + std::chrono::seconds(1)), 2u);
+  EXPECT_FALSE(throttle.Allow(t0 + std::chrono::milliseconds(1500)).has_value());
+  EXPECT_EQ(throttle.Allow(t0 + std::chrono::seconds(5)), 1u);
 }
 
 }  // namespace kvpool

@@ -58,7 +58,7 @@ asio::awaitable<rpc::Reply> DataService::Write(const rpc::DataRequest& req,
   auto found = segments_->Find(req.segment_name(), req.segment_incarnation());
   if (!found.ok()) {
     ++counters_.requests_refused;
-    spdlog::warn("refused WRITE: {}", found.status().ToString());
+    LogRefusal("WRITE", found.status());
     co_return rpc::Reply::Error(found.status());
   }
   std::shared_ptr<SegmentMemory> segment = std::move(found).value();
@@ -82,6 +82,14 @@ asio::awaitable<rpc::Reply> DataService::Write(const rpc::DataRequest& req,
   co_return rpc::Reply::Of(rpc::Empty());
 }
 
+void DataService::LogRefusal(const char* op, const Status& why) {
+  if (auto held = stale_refusals_.Allow()) {
+    spdlog::warn("refused {}: {}{}", op, why.ToString(),
+                 *held > 0 ? fmt::format(" ({} more refused since the last such line)", *held)
+                           : std::string());
+  }
+}
+
 rpc::Reply DataService::Read(const rpc::DataRequest& req) {
   auto found = segments_->Find(req.segment_name(), req.segment_incarnation());
   if (!found.ok() && tier_reader_ != nullptr) {
@@ -98,7 +106,7 @@ rpc::Reply DataService::Read(const rpc::DataRequest& req) {
   }
   if (!found.ok()) {
     ++counters_.requests_refused;
-    spdlog::warn("refused READ: {}", found.status().ToString());
+    LogRefusal("READ", found.status());
     return rpc::Reply::Error(found.status());
   }
   std::shared_ptr<SegmentMemory> segment = std::move(found).value();

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "common/log_throttle.h"
 #include "rpc/grant.h"
 #include "rpc/server.h"
 #include "transfer/segment_table.h"
@@ -68,6 +69,10 @@ class DataService : public rpc::Service {
   const rpc::GrantKey grants_;
   const ClockFn unix_ms_;
   DataServiceCounters counters_;
+  // A restarted or replaced host is asked for its old memory once per stale location until
+  // clients learn: one line a second, not one per request.
+  LogThrottle stale_refusals_{std::chrono::seconds(1)};
+  void LogRefusal(const char* op, const Status& why);
   TierReader* tier_reader_ = nullptr;
 };
 
