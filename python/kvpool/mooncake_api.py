@@ -527,7 +527,9 @@ class MooncakeStoreMethods:
                 out.append(None)  # get_buffer recorded why
                 continue
             try:
-                out.append(tf.decode(h))
+                # The handle owns the bytes fetched from the pool: the tensor aliases them
+                # (and keeps the handle alive) instead of copying the payload once more.
+                out.append(tf.decode(h, copy=False))
             except tf.TensorFormatError as e:
                 _fail(INVALID_PARAMS, f"{name}: key={k}: {e}")
                 out.append(None)
@@ -535,7 +537,8 @@ class MooncakeStoreMethods:
 
     @_none_call
     def get_tensor(self, key):
-        """A CPU tensor owning a copy of the stored tensor, or None (miss, not a tensor)."""
+        """A CPU tensor over the bytes fetched from the pool (this process's own copy, not
+        shared with the pool), or None (miss, not a tensor)."""
         tf.require_torch()
         return self._decode_handles([key], [self.get_buffer(key)], "get_tensor")[0]
 
@@ -926,11 +929,11 @@ class MooncakeStoreMethods:
         h = tf.parse_header(first)
         tp = next((a for a in h.axes if a.kind == tf.AXIS_KINDS["tp"]), None)
         if tp is None or tp.split_dim < 0:
-            return tf.decode(first)
+            return tf.decode(first, copy=False)
         rest = self.batch_get_tensor([f"{key}_tp_{r}" for r in range(1, tp.shard_count)])
         if any(s is None for s in rest):
             return _fail_none(OBJECT_NOT_FOUND, f"key={key}: a tp shard is missing")
-        return torch.cat([tf.decode(first)] + rest, tp.split_dim)
+        return torch.cat([tf.decode(first, copy=False)] + rest, tp.split_dim)
 
     def _parallel_read(self, key, target):
         mode = "as_stored" if target is None else target.mode
@@ -943,7 +946,7 @@ class MooncakeStoreMethods:
         axes = self._axes(target.parallelism)
         direct = self.get_buffer(self._parallel_key(key, axes))
         if direct is not None:
-            return tf.decode(direct)
+            return tf.decode(direct, copy=False)
         # Reconstruct one TP shard from the full tensor, however it was stored.
         tp = [a for a in axes if a[0] == "tp"]
         if len(axes) != 1 or not tp or tp[0][3] is None:

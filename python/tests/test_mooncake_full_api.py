@@ -446,6 +446,27 @@ def test_batch_pub_upsert_tensors(any_store, uid):
 
 
 @needs_torch
+def test_get_tensor_adds_no_copy_of_the_payload(any_store, uid):
+    """get_tensor / batch_get_tensor hand back the bytes the fetch landed (the BufferHandle's)
+    as the tensor: no Python-side copy of the 1 MiB payload (tracemalloc sees every bytes /
+    bytearray the tensor layer would make)."""
+    import tracemalloc
+    t = torch.arange(256 * 1024, dtype=torch.float32)  # 1 MiB
+    assert any_store.put_tensor(f"{uid}-big", t) == OK
+    tracemalloc.start()
+    try:
+        got = any_store.get_tensor(f"{uid}-big")
+        (batch,) = any_store.batch_get_tensor([f"{uid}-big"])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert torch.equal(got, t) and torch.equal(batch, t)
+    assert peak < (256 << 10), f"{peak} bytes allocated by Python for a 1 MiB get_tensor"
+    got += 1  # the tensor is this process's own: writing it leaves the stored object alone
+    assert torch.equal(any_store.get_tensor(f"{uid}-big"), t)
+
+
+@needs_torch
 def test_tensor_into_and_from_registered_memory(any_store, uid):
     keep, ptr = registered(any_store, 1 << 16)
     t = torch.arange(10, dtype=torch.int16)
