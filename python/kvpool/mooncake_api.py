@@ -89,6 +89,12 @@ _codes_call = _TensorCall(codes=True, batch=True)
 _nones_call = _TensorCall(codes=False, batch=True)
 
 
+def _at(ptr: int, size: int):
+    """A writable buffer over [ptr, ptr + size), no copy. REQUIRES: the range was checked
+    against the registered regions."""
+    return (ctypes.c_char * int(size)).from_address(int(ptr))
+
+
 def _batch_fail(n: int, code: int, message: str) -> List[int]:
     _set_last_error(code, message)
     return [code] * n
@@ -598,12 +604,19 @@ class MooncakeStoreMethods:
                 for k, p, z, n in zip(keys, buffer_ptrs, sizes, ns)]
 
     def _check_tensor_buffer(self, ptr, size) -> Optional[str]:
+        """Why [ptr, ptr + size) cannot be read as one tensor object, or None. The range must
+        lie in a registered region before its header is read: an address from Python is
+        not dereferenced unchecked."""
         if not ptr:
             return "null buffer_ptr"
         if size < tf.HEADER_SIZE:
             return f"size {size} is smaller than the {tf.HEADER_SIZE}-byte header"
+        cap = self._capacity(int(ptr))
+        if size > cap:
+            return (f"[{int(ptr):#x}, +{size}) is not inside a registered buffer ({cap} "
+                    "registered bytes from there)")
         try:
-            h = tf.parse_header(ctypes.string_at(int(ptr), tf.HEADER_SIZE), size)
+            h = tf.parse_header(_at(ptr, tf.HEADER_SIZE), size)
         except tf.TensorFormatError as e:
             return str(e)
         if h.data_offset + h.data_bytes != size:

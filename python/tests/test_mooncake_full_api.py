@@ -467,6 +467,38 @@ def test_get_tensor_adds_no_copy_of_the_payload(any_store, uid):
 
 
 @needs_torch
+def test_tensor_from_calls_check_registration_before_reading(pool, tmp_path):
+    """put_tensor_from and the *_with_tp_from / *_with_parallelism_from calls refuse an address
+    outside every registered buffer with INVALID_PARAMS before reading its header. Run in a
+    child interpreter: reading an unmapped address would kill the test process."""
+    import os
+    import subprocess
+    import textwrap
+    script = textwrap.dedent(f"""
+        import mmap, ctypes, kvpool
+        s = kvpool.KVPoolStore()
+        assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 0, "tcp", "", "{pool.master_address}") == 0
+        # A mapped page, then made inaccessible: any read of it faults.
+        m = mmap.mmap(-1, 4096)
+        addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
+        libc = ctypes.CDLL(None)
+        libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        assert libc.mprotect(addr, 4096, 0) == 0
+        print(s.put_tensor_from("k1", addr, 400), s.upsert_tensor_from("k2", addr, 400),
+              s.put_tensor_with_tp_from("k3", addr, 400, tp_size=2),
+              s.put_tensor_with_parallelism_from("k4", addr, 400))
+        print("registered" in kvpool.last_error())
+        s.close()
+    """)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60, env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [str(INVALID)] * 4 + ["True"]
+
+
+@needs_torch
 def test_tensor_into_and_from_registered_memory(any_store, uid):
     keep, ptr = registered(any_store, 1 << 16)
     t = torch.arange(10, dtype=torch.int16)
