@@ -740,11 +740,13 @@ class MooncakeStoreMethods:
                                           buffer_ptrs, sizes)
 
     def _tensors_from_buffers(self, ptrs, sizes):
+        """Tensors aliasing the registered buffers (the callers store them before returning,
+        so no copy is made here)."""
         out = []
         for p, z in zip(ptrs, sizes):
             if (msg := self._check_tensor_buffer(p, z)) is not None:
                 raise tf.TensorFormatError(msg)
-            out.append(tf.decode(ctypes.string_at(int(p), int(z))))
+            out.append(tf.decode(_at(p, z), copy=False))
         return out
 
     @_code_call
@@ -992,15 +994,14 @@ class MooncakeStoreMethods:
             return None
         if not ptr:
             return _fail_none(INVALID_PARAMS, "null buffer_ptr")
-        hdr, payload, _owner = tf.encode(tensor)
+        hdr, payload, owner = tf.encode(tensor)
         need = len(hdr) + len(payload)
         if need > size or need > self._capacity(int(ptr)):
             return _fail_none(BUFFER_OVERFLOW, f"key={key}: {need} bytes do not fit the buffer "
                               f"({size} bytes)")
         ctypes.memmove(int(ptr), hdr, len(hdr))
-        if len(payload):
-            src = (ctypes.c_char * len(payload)).from_buffer_copy(payload)
-            ctypes.memmove(int(ptr) + len(hdr), src, len(payload))
+        if len(payload):  # straight from the tensor's memory (owner: contiguous, on the CPU)
+            ctypes.memmove(int(ptr) + len(hdr), owner.data_ptr(), len(payload))
         return self._into_one(key, ptr, size, need, "get_tensor_with_parallelism_into")
 
     @_none_call

@@ -611,6 +611,30 @@ def test_tensor_parallelism_api(any_store, uid):
 
 
 @needs_torch
+def test_tensor_from_and_into_registered_memory_add_no_copy(any_store, uid):
+    """put_tensor_with_tp_from / put_tensor_with_parallelism_from read the tensor where it lies
+    in registered memory, and get_tensor_with_parallelism_into writes it there straight from
+    the read tensor: no Python-side copy of the 1 MiB payload (tracemalloc sees them all)."""
+    import tracemalloc
+    t = torch.arange(256 * 1024, dtype=torch.float32).reshape(512, 512)  # 1 MiB
+    keep, ptr = registered(any_store, 4 << 20)
+    assert any_store.put_tensor(f"{uid}-src", t) == OK
+    n = 304 + t.numel() * 4
+    assert any_store.get_tensor_into(f"{uid}-src", ptr, n) is not None
+    tracemalloc.start()
+    try:
+        assert any_store.put_tensor_with_tp_from(f"{uid}-tp", ptr, n, tp_size=2) == OK
+        assert any_store.put_tensor_with_parallelism_from(f"{uid}-pf", ptr, n) == OK
+        into = any_store.get_tensor_with_parallelism_into(f"{uid}-pf", ptr + (2 << 20), n)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert torch.equal(into, t)
+    assert torch.equal(any_store.get_tensor_with_tp(f"{uid}-tp", tp_rank=1, tp_size=2), t[256:])
+    assert peak < (256 << 10), f"{peak} bytes allocated by Python for 1 MiB tensors"
+
+
+@needs_torch
 def test_safetensors_calls_without_the_package(store, uid, tmp_path):
     try:
         import safetensors  # noqa: F401
