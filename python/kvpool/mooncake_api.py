@@ -275,30 +275,45 @@ class MooncakeStoreMethods:
                 out.append(OK)
         return out
 
-    def batch_get_into_multi_buffer_ranges(self, keys, all_buffer_ptrs, all_sizes,
-                                           all_src_offsets) -> List[int]:
+    def _session_ranges(self, name, what, keys, all_buffer_ptrs, all_sizes, all_offsets,
+                        into_session: bool) -> List[int]:
+        """The ranged copies of a get session (object -> registered buffers) or a put session
+        (registered buffers -> the object being assembled), one memmove per range. Every range
+        is checked against the object and against the registered region at its pointer before
+        any byte moves; a key with a bad range moves nothing."""
         if not self._set_up():
             self._not_set_up()
             return []
-        if not (len(keys) == len(all_buffer_ptrs) == len(all_sizes) == len(all_src_offsets)):
+        if not (len(keys) == len(all_buffer_ptrs) == len(all_sizes) == len(all_offsets)):
             return _batch_fail(len(keys), INVALID_PARAMS, "lengths differ")
-        sessions = self._sessions("_kv_get_sessions")
+        sessions = self._sessions(name)
         out = []
-        for key, ptrs, sizes, offs in zip(keys, all_buffer_ptrs, all_sizes, all_src_offsets):
-            h = sessions.get(key)
-            if h is None:
-                out.append(_fail(INVALID_PARAMS, f"key={key} has no get session"))
+        for key, ptrs, sizes, offs in zip(keys, all_buffer_ptrs, all_sizes, all_offsets):
+            s = sessions.get(key)
+            if s is None:
+                out.append(_fail(INVALID_PARAMS, f"key={key} has no {what} session"))
                 continue
+            obj = s if not into_session else s[0]  # get: BufferHandle; put: (bytearray, cfg)
+            n = len(obj)
             if not (len(ptrs) == len(sizes) == len(offs)) or any(
-                    o < 0 or z < 0 or o + z > h.size() or z > self._capacity(int(p))
+                    o < 0 or z < 0 or o + z > n or z > self._capacity(int(p))
                     for p, z, o in zip(ptrs, sizes, offs)):
                 out.append(_fail(INVALID_PARAMS, f"key={key}: a range overflows the object or "
-                                 "its destination"))
+                                 "its registered buffer"))
                 continue
+            base = ctypes.addressof((ctypes.c_char * n).from_buffer(obj))
             for p, z, o in zip(ptrs, sizes, offs):
-                ctypes.memmove(int(p), h.ptr() + o, z)
+                if into_session:
+                    ctypes.memmove(base + o, int(p), z)
+                else:
+                    ctypes.memmove(int(p), base + o, z)
             out.append(sum(sizes))
         return out
+
+    def batch_get_into_multi_buffer_ranges(self, keys, all_buffer_ptrs, all_sizes,
+                                           all_src_offsets) -> List[int]:
+        return self._session_ranges("_kv_get_sessions", "get", keys, all_buffer_ptrs,
+                                    all_sizes, all_src_offsets, into_session=False)
 
     def batch_get_session_end(self, keys) -> int:
         if not self._set_up():
@@ -331,29 +346,8 @@ class MooncakeStoreMethods:
 
     def batch_put_from_multi_buffer_ranges(self, keys, all_buffer_ptrs, all_sizes,
                                            all_dst_offsets) -> List[int]:
-        if not self._set_up():
-            self._not_set_up()
-            return []
-        if not (len(keys) == len(all_buffer_ptrs) == len(all_sizes) == len(all_dst_offsets)):
-            return _batch_fail(len(keys), INVALID_PARAMS, "lengths differ")
-        sessions = self._sessions("_kv_put_sessions")
-        out = []
-        for key, ptrs, sizes, offs in zip(keys, all_buffer_ptrs, all_sizes, all_dst_offsets):
-            s = sessions.get(key)
-            if s is None:
-                out.append(_fail(INVALID_PARAMS, f"key={key} has no put session"))
-                continue
-            buf = s[0]
-            if not (len(ptrs) == len(sizes) == len(offs)) or any(
-                    o < 0 or z < 0 or o + z > len(buf) or z > self._capacity(int(p))
-                    for p, z, o in zip(ptrs, sizes, offs)):
-                out.append(_fail(INVALID_PARAMS, f"key={key}: a range overflows the object or "
-                                 "its source region"))
-                continue
-            for p, z, o in zip(ptrs, sizes, offs):
-                buf[o:o + z] = ctypes.string_at(int(p), z)
-            out.append(sum(sizes))
-        return out
+        return self._session_ranges("_kv_put_sessions", "put", keys, all_buffer_ptrs,
+                                    all_sizes, all_dst_offsets, into_session=True)
 
     def batch_put_session_end(self, keys) -> List[int]:
         if not self._set_up():

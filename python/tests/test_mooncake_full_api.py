@@ -240,6 +240,37 @@ def test_session_ranged_get_and_put(any_store, uid):
     assert any_store.batch_get_into_multi_buffer_ranges([k], [[dst]], [[1]], [[0]]) == [INVALID]
 
 
+def test_session_ranges_copy_each_byte_once(any_store, uid):
+    """A put session's ranges land in the object being assembled and a get session's ranges
+    in the destination with one memmove each: no Python bytes object in between (tracemalloc
+    sees them; before, a 1 MiB put range made a 1 MiB bytes copy first). An unregistered
+    source is refused before a byte moves."""
+    import tracemalloc
+    keep, ptr = registered(any_store, 4 << 20)
+    ctypes.memset(ptr, 0x5A, 1 << 20)
+    k = f"{uid}-big-sess"
+    assert any_store.batch_put_session_start([k], [1 << 20]) == [OK]
+    other = ctypes.create_string_buffer(16)  # mapped, not registered
+    assert any_store.batch_put_from_multi_buffer_ranges(
+        [k], [[ctypes.addressof(other)]], [[16]], [[0]]) == [INVALID]
+    tracemalloc.start()
+    try:
+        assert any_store.batch_put_from_multi_buffer_ranges([k], [[ptr, ptr + 4096]],
+                                                            [[4096, (1 << 20) - 4096]],
+                                                            [[0, 4096]]) == [1 << 20]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < (256 << 10), f"{peak} bytes allocated by Python for a 1 MiB ranged put"
+    assert any_store.batch_put_session_end([k]) == [OK]
+    assert any_store.batch_get_session_start([k]) == [OK]
+    dst = ptr + (2 << 20)
+    assert any_store.batch_get_into_multi_buffer_ranges([k], [[dst]], [[1 << 20]], [[0]]) == [
+        1 << 20]
+    assert ctypes.string_at(dst, 1 << 20) == b"\x5a" * (1 << 20)
+    assert any_store.batch_get_session_end([k]) == OK
+
+
 # ---- queries, removal, listing ----------------------------------------------------------------
 
 def test_remove_by_regex_searches_and_counts(any_store, uid):
