@@ -175,14 +175,14 @@ class MooncakeStoreMethods:
     def upsert_parts(self, key, *parts, config=None) -> int:
         """upsert of the parts joined in order; total length 0 stores nothing and returns 0."""
         try:
-            joined = b"".join(bytes(memoryview(p).cast("B")) for p in parts)
+            total = sum(memoryview(p).nbytes for p in parts)
         except TypeError as e:
             raise TypeError(f"upsert_parts: every part must support the buffer protocol: {e}")
-        if not joined:
+        if not total:
             return OK if self._set_up() else self._not_set_up()
-        if config is None:
-            return self.upsert(key, joined)
-        return self.upsert(key, joined, config)
+        # The parts are joined once, by the C++ call, straight into its staging memory.
+        args = ([key], [list(parts)]) if config is None else ([key], [list(parts)], config)
+        return self.batch_upsert_from_buffers(*args)[0]
 
     def put_from_with_metadata(self, key, buffer_ptr, metadata_buffer_ptr, size, metadata_size,
                                config=None) -> int:
@@ -439,13 +439,9 @@ class MooncakeStoreMethods:
     # ---- tensors: basic ----
 
     def _tensor_writes(self, keys, encoded, config, upsert: bool) -> List[int]:
-        values = [[h, p] for h, p, _ in encoded]
-        if upsert:
-            joined = [bytes(h) + bytes(p) for h, p, _ in encoded]
-            return (self.batch_upsert_from_buffers(keys, joined) if config is None else
-                    self.batch_upsert_from_buffers(keys, joined, config))
-        return (self.batch_put_from_buffers(keys, values) if config is None else
-                self.batch_put_from_buffers(keys, values, config))
+        values = [[h, p] for h, p, _ in encoded]  # header and payload joined by the C++ call
+        write = self.batch_upsert_from_buffers if upsert else self.batch_put_from_buffers
+        return write(keys, values) if config is None else write(keys, values, config)
 
     def _put_tensors(self, keys, tensors, config, upsert, name) -> List[int]:
         if len(keys) != len(tensors):
