@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import operator
 import struct
 import threading
 from typing import Dict, List, Optional, Tuple
@@ -93,6 +94,16 @@ def _at(ptr: int, size: int):
     """A writable buffer over [ptr, ptr + size), no copy. REQUIRES: the range was checked
     against the registered regions."""
     return (ctypes.c_char * int(size)).from_address(int(ptr))
+
+
+def _as_int(v) -> Optional[int]:
+    """v as an int (numpy integers too), None for anything else (floats, bools included)."""
+    if isinstance(v, bool):
+        return None
+    try:
+        return operator.index(v)
+    except TypeError:
+        return None
 
 
 def _batch_fail(n: int, code: int, message: str) -> List[int]:
@@ -337,10 +348,15 @@ class MooncakeStoreMethods:
         for k, z in zip(keys, sizes):
             if k in sessions:
                 out.append(_fail(INVALID_PARAMS, f"key={k} already has a put session"))
-            elif z <= 0:
-                out.append(_fail(INVALID_PARAMS, f"key={k}: size {z} must be positive"))
+            elif _as_int(z) is None or z <= 0:
+                out.append(_fail(INVALID_PARAMS, f"key={k}: size {z!r} must be a positive int"))
             else:
-                sessions[k] = (bytearray(z), config)
+                try:  # the object is assembled in this process: a size it cannot hold fails
+                    sessions[k] = (bytearray(_as_int(z)), config)
+                except (MemoryError, OverflowError) as e:
+                    out.append(_fail(INVALID_PARAMS, f"key={k}: size {z} cannot be staged in "
+                                     f"this process's memory ({type(e).__name__})"))
+                    continue
                 out.append(OK)
         return out
 

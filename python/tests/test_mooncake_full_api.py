@@ -249,6 +249,13 @@ def test_session_ranged_get_and_put(any_store, uid):
     k = f"{uid}-sess"
     assert any_store.batch_put_session_start([k], [8]) == [OK]
     assert any_store.batch_put_session_start([k], [8]) == [INVALID]  # already in a session
+    # Sizes this process cannot stage are a code per key, not a MemoryError / OverflowError.
+    assert any_store.batch_put_session_start([f"{k}-huge", f"{k}-huger", f"{k}-f"],
+                                             [1 << 50, 1 << 70, 8.0]) == [INVALID] * 3
+    assert "cannot be staged" in kvpool.last_error() or "positive int" in kvpool.last_error()
+    assert any_store.batch_put_session_start([f"{k}-huge"], [np.int64(8)]) == [OK]  # nothing
+    # was left behind by the failure; numpy sizes are ints
+    assert any_store.batch_put_session_revoke([f"{k}-huge"]) == [OK]
     assert any_store.batch_put_from_multi_buffer_ranges([k], [[ptr + 4, ptr]], [[4, 4]],
                                                         [[0, 4]]) == [8]
     assert any_store.is_exist(k) == 0  # nothing visible before the end
