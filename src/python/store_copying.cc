@@ -116,22 +116,8 @@ py::list Store::GetBatch(const Keys& keys) {
 }
 
 py::object Store::GetBuffer(const std::string& key) {
-  auto c = client();
-  if (!c.ok()) {
-    ToPyCode(c.status());
-    return py::none();
-  }
-  std::vector<Result<std::vector<uint8_t>>> r;
-  {
-    py::gil_scoped_release nogil;
-    r = (*c)->BatchGet({key});
-  }
-  if (!r[0].ok()) {
-    ToPyCode(r[0].status());
-    return py::none();
-  }
-  if (r[0]->empty()) return py::none();  // Mooncake: a zero-length object gives None
-  return py::cast(BufferHandle{std::move(r[0]).value(), session()});
+  py::list got = BatchGetBuffer({key});
+  return got[0];
 }
 
 py::list Store::BatchGetBuffer(const Keys& keys) {
@@ -154,7 +140,7 @@ py::list Store::BatchGetBuffer(const Keys& keys) {
       ToPyCode(one.status());
       out.append(py::none());
     } else if (one->empty()) {
-      out.append(py::none());
+      out.append(py::none());  // Mooncake: a zero-length object gives None
     } else {
       out.append(py::cast(BufferHandle{std::move(one).value(), open}));
     }
