@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import operator
 import struct
 import threading
 from typing import Dict, List, Optional, Tuple
@@ -87,6 +88,22 @@ _code_call = _TensorCall(codes=True)
 _none_call = _TensorCall(codes=False)
 _codes_call = _TensorCall(codes=True, batch=True)
 _nones_call = _TensorCall(codes=False, batch=True)
+
+
+def _at(ptr: int, size: int):
+    """A writable buffer over [ptr, ptr + size), no copy. REQUIRES: the range was checked
+    against the registered regions."""
+    return (ctypes.c_char * int(size)).from_address(int(ptr))
+
+
+def _as_int(v) -> Optional[int]:
+    """v as an int (numpy integers too), None for anything else (floats, bools included)."""
+    if isinstance(v, bool):
+        return None
+    try:
+        return operator.index(v)
+    except TypeError:
+        return None
 
 
 def _batch_fail(n: int, code: int, message: str) -> List[int]:
@@ -169,14 +186,14 @@ class MooncakeStoreMethods:
     def upsert_parts(self, key, *parts, config=None) -> int:
         """upsert of the parts joined in order; total length 0 stores nothing and returns 0."""
         try:
-            joined = b"".join(bytes(memoryview(p).cast("B")) for p in parts)
+            total = sum(memoryview(p).nbytes for p in parts)
         except TypeError as e:
             raise TypeError(f"upsert_parts: every part must support the buffer protocol: {e}")
-        if not joined:
+        if not total:
             return OK if self._set_up() else self._not_set_up()
-        if config is None:
-            return self.upsert(key, joined)
-        return self.upsert(key, joined, config)
+        # The parts are joined once, by the C++ call, straight into its staging memory.
+        args = ([key], [list(parts)]) if config is None else ([key], [list(parts)], config)
+        return self.batch_upsert_from_buffers(*args)[0]
 
     def put_from_with_metadata(self, key, buffer_ptr, metadata_buffer_ptr, size, metadata_size,
                                config=None) -> int:
@@ -269,30 +286,45 @@ class MooncakeStoreMethods:
                 out.append(OK)
         return out
 
-    def batch_get_into_multi_buffer_ranges(self, keys, all_buffer_ptrs, all_sizes,
-                                           all_src_offsets) -> List[int]:
+    def _session_ranges(self, name, what, keys, all_buffer_ptrs, all_sizes, all_offsets,
+                        into_session: bool) -> List[int]:
+        """The ranged copies of a get session (object -> registered buffers) or a put session
+        (registered buffers -> the object being assembled), one memmove per range. Every range
+        is checked against the object and against the registered region at its pointer before
+        any byte moves; a key with a bad range moves nothing."""
         if not self._set_up():
             self._not_set_up()
             return []
-        if not (len(keys) == len(all_buffer_ptrs) == len(all_sizes) == len(all_src_offsets)):
+        if not (len(keys) == len(all_buffer_ptrs) == len(all_sizes) == len(all_offsets)):
             return _batch_fail(len(keys), INVALID_PARAMS, "lengths differ")
-        sessions = self._sessions("_kv_get_sessions")
+        sessions = self._sessions(name)
         out = []
-        for key, ptrs, sizes, offs in zip(keys, all_buffer_ptrs, all_sizes, all_src_offsets):
-            h = sessions.get(key)
-            if h is None:
-                out.append(_fail(INVALID_PARAMS, f"key={key} has no get session"))
+        for key, ptrs, sizes, offs in zip(keys, all_buffer_ptrs, all_sizes, all_offsets):
+            s = sessions.get(key)
+            if s is None:
+                out.append(_fail(INVALID_PARAMS, f"key={key} has no {what} session"))
                 continue
+            obj = s if not into_session else s[0]  # get: BufferHandle; put: (bytearray, cfg)
+            n = len(obj)
             if not (len(ptrs) == len(sizes) == len(offs)) or any(
-                    o < 0 or z < 0 or o + z > h.size() or z > self._capacity(int(p))
+                    o < 0 or z < 0 or o + z > n or z > self._capacity(int(p))
                     for p, z, o in zip(ptrs, sizes, offs)):
                 out.append(_fail(INVALID_PARAMS, f"key={key}: a range overflows the object or "
-                                 "its destination"))
+                                 "its registered buffer"))
                 continue
+            base = ctypes.addressof((ctypes.c_char * n).from_buffer(obj))
             for p, z, o in zip(ptrs, sizes, offs):
-                ctypes.memmove(int(p), h.ptr() + o, z)
+                if into_session:
+                    ctypes.memmove(base + o, int(p), z)
+                else:
+                    ctypes.memmove(int(p), base + o, z)
             out.append(sum(sizes))
         return out
+
+    def batch_get_into_multi_buffer_ranges(self, keys, all_buffer_ptrs, all_sizes,
+                                           all_src_offsets) -> List[int]:
+        return self._session_ranges("_kv_get_sessions", "get", keys, all_buffer_ptrs,
+                                    all_sizes, all_src_offsets, into_session=False)
 
     def batch_get_session_end(self, keys) -> int:
         if not self._set_up():
@@ -316,38 +348,22 @@ class MooncakeStoreMethods:
         for k, z in zip(keys, sizes):
             if k in sessions:
                 out.append(_fail(INVALID_PARAMS, f"key={k} already has a put session"))
-            elif z <= 0:
-                out.append(_fail(INVALID_PARAMS, f"key={k}: size {z} must be positive"))
+            elif _as_int(z) is None or z <= 0:
+                out.append(_fail(INVALID_PARAMS, f"key={k}: size {z!r} must be a positive int"))
             else:
-                sessions[k] = (bytearray(z), config)
+                try:  # the object is assembled in this process: a size it cannot hold fails
+                    sessions[k] = (bytearray(_as_int(z)), config)
+                except (MemoryError, OverflowError) as e:
+                    out.append(_fail(INVALID_PARAMS, f"key={k}: size {z} cannot be staged in "
+                                     f"this process's memory ({type(e).__name__})"))
+                    continue
                 out.append(OK)
         return out
 
     def batch_put_from_multi_buffer_ranges(self, keys, all_buffer_ptrs, all_sizes,
                                            all_dst_offsets) -> List[int]:
-        if not self._set_up():
-            self._not_set_up()
-            return []
-        if not (len(keys) == len(all_buffer_ptrs) == len(all_sizes) == len(all_dst_offsets)):
-            return _batch_fail(len(keys), INVALID_PARAMS, "lengths differ")
-        sessions = self._sessions("_kv_put_sessions")
-        out = []
-        for key, ptrs, sizes, offs in zip(keys, all_buffer_ptrs, all_sizes, all_dst_offsets):
-            s = sessions.get(key)
-            if s is None:
-                out.append(_fail(INVALID_PARAMS, f"key={key} has no put session"))
-                continue
-            buf = s[0]
-            if not (len(ptrs) == len(sizes) == len(offs)) or any(
-                    o < 0 or z < 0 or o + z > len(buf) or z > self._capacity(int(p))
-                    for p, z, o in zip(ptrs, sizes, offs)):
-                out.append(_fail(INVALID_PARAMS, f"key={key}: a range overflows the object or "
-                                 "its source region"))
-                continue
-            for p, z, o in zip(ptrs, sizes, offs):
-                buf[o:o + z] = ctypes.string_at(int(p), z)
-            out.append(sum(sizes))
-        return out
+        return self._session_ranges("_kv_put_sessions", "put", keys, all_buffer_ptrs,
+                                    all_sizes, all_dst_offsets, into_session=True)
 
     def batch_put_session_end(self, keys) -> List[int]:
         if not self._set_up():
@@ -439,13 +455,9 @@ class MooncakeStoreMethods:
     # ---- tensors: basic ----
 
     def _tensor_writes(self, keys, encoded, config, upsert: bool) -> List[int]:
-        values = [[h, p] for h, p, _ in encoded]
-        if upsert:
-            joined = [bytes(h) + bytes(p) for h, p, _ in encoded]
-            return (self.batch_upsert_from_buffers(keys, joined) if config is None else
-                    self.batch_upsert_from_buffers(keys, joined, config))
-        return (self.batch_put_from_buffers(keys, values) if config is None else
-                self.batch_put_from_buffers(keys, values, config))
+        values = [[h, p] for h, p, _ in encoded]  # header and payload joined by the C++ call
+        write = self.batch_upsert_from_buffers if upsert else self.batch_put_from_buffers
+        return write(keys, values) if config is None else write(keys, values, config)
 
     def _put_tensors(self, keys, tensors, config, upsert, name) -> List[int]:
         if len(keys) != len(tensors):
@@ -527,7 +539,9 @@ class MooncakeStoreMethods:
                 out.append(None)  # get_buffer recorded why
                 continue
             try:
-                out.append(tf.decode(h))
+                # The handle owns the bytes fetched from the pool: the tensor aliases them
+                # (and keeps the handle alive) instead of copying the payload once more.
+                out.append(tf.decode(h, copy=False))
             except tf.TensorFormatError as e:
                 _fail(INVALID_PARAMS, f"{name}: key={k}: {e}")
                 out.append(None)
@@ -535,7 +549,8 @@ class MooncakeStoreMethods:
 
     @_none_call
     def get_tensor(self, key):
-        """A CPU tensor owning a copy of the stored tensor, or None (miss, not a tensor)."""
+        """A CPU tensor over the bytes fetched from the pool (this process's own copy, not
+        shared with the pool), or None (miss, not a tensor)."""
         tf.require_torch()
         return self._decode_handles([key], [self.get_buffer(key)], "get_tensor")[0]
 
@@ -595,12 +610,19 @@ class MooncakeStoreMethods:
                 for k, p, z, n in zip(keys, buffer_ptrs, sizes, ns)]
 
     def _check_tensor_buffer(self, ptr, size) -> Optional[str]:
+        """Why [ptr, ptr + size) cannot be read as one tensor object, or None. The range must
+        lie in a registered region before its header is read: an address from Python is
+        not dereferenced unchecked."""
         if not ptr:
             return "null buffer_ptr"
         if size < tf.HEADER_SIZE:
             return f"size {size} is smaller than the {tf.HEADER_SIZE}-byte header"
+        cap = self._capacity(int(ptr))
+        if size > cap:
+            return (f"[{int(ptr):#x}, +{size}) is not inside a registered buffer ({cap} "
+                    "registered bytes from there)")
         try:
-            h = tf.parse_header(ctypes.string_at(int(ptr), tf.HEADER_SIZE), size)
+            h = tf.parse_header(_at(ptr, tf.HEADER_SIZE), size)
         except tf.TensorFormatError as e:
             return str(e)
         if h.data_offset + h.data_bytes != size:
@@ -724,11 +746,13 @@ class MooncakeStoreMethods:
                                           buffer_ptrs, sizes)
 
     def _tensors_from_buffers(self, ptrs, sizes):
+        """Tensors aliasing the registered buffers (the callers store them before returning,
+        so no copy is made here)."""
         out = []
         for p, z in zip(ptrs, sizes):
             if (msg := self._check_tensor_buffer(p, z)) is not None:
                 raise tf.TensorFormatError(msg)
-            out.append(tf.decode(ctypes.string_at(int(p), int(z))))
+            out.append(tf.decode(_at(p, z), copy=False))
         return out
 
     @_code_call
@@ -926,11 +950,11 @@ class MooncakeStoreMethods:
         h = tf.parse_header(first)
         tp = next((a for a in h.axes if a.kind == tf.AXIS_KINDS["tp"]), None)
         if tp is None or tp.split_dim < 0:
-            return tf.decode(first)
+            return tf.decode(first, copy=False)
         rest = self.batch_get_tensor([f"{key}_tp_{r}" for r in range(1, tp.shard_count)])
         if any(s is None for s in rest):
             return _fail_none(OBJECT_NOT_FOUND, f"key={key}: a tp shard is missing")
-        return torch.cat([tf.decode(first)] + rest, tp.split_dim)
+        return torch.cat([tf.decode(first, copy=False)] + rest, tp.split_dim)
 
     def _parallel_read(self, key, target):
         mode = "as_stored" if target is None else target.mode
@@ -943,7 +967,7 @@ class MooncakeStoreMethods:
         axes = self._axes(target.parallelism)
         direct = self.get_buffer(self._parallel_key(key, axes))
         if direct is not None:
-            return tf.decode(direct)
+            return tf.decode(direct, copy=False)
         # Reconstruct one TP shard from the full tensor, however it was stored.
         tp = [a for a in axes if a[0] == "tp"]
         if len(axes) != 1 or not tp or tp[0][3] is None:
@@ -976,15 +1000,14 @@ class MooncakeStoreMethods:
             return None
         if not ptr:
             return _fail_none(INVALID_PARAMS, "null buffer_ptr")
-        hdr, payload, _owner = tf.encode(tensor)
+        hdr, payload, owner = tf.encode(tensor)
         need = len(hdr) + len(payload)
         if need > size or need > self._capacity(int(ptr)):
             return _fail_none(BUFFER_OVERFLOW, f"key={key}: {need} bytes do not fit the buffer "
                               f"({size} bytes)")
         ctypes.memmove(int(ptr), hdr, len(hdr))
-        if len(payload):
-            src = (ctypes.c_char * len(payload)).from_buffer_copy(payload)
-            ctypes.memmove(int(ptr) + len(hdr), src, len(payload))
+        if len(payload):  # straight from the tensor's memory (owner: contiguous, on the CPU)
+            ctypes.memmove(int(ptr) + len(hdr), owner.data_ptr(), len(payload))
         return self._into_one(key, ptr, size, need, "get_tensor_with_parallelism_into")
 
     @_none_call

@@ -217,6 +217,31 @@ def test_get_into_ranges_per_fragment_results(any_store, uid):
     assert any_store.get_into_ranges([ptr], [[f"{uid}-r"]], [], [], []) == []  # lengths differ
 
 
+def test_upserts_join_their_parts_in_one_copy(any_store, uid):
+    """upsert_parts and upsert_tensor hand their parts to the C++ call, which joins them
+    straight into its staging memory: no Python bytes object of the value (tracemalloc sees
+    them; before, a 1 MiB upsert made two 1 MiB copies in Python first)."""
+    import tracemalloc
+    a, b = np.full(1 << 19, 1, dtype=np.uint8), np.full(1 << 19, 2, dtype=np.uint8)
+    k = f"{uid}-upbig"
+    tracemalloc.start()
+    try:
+        assert any_store.upsert_parts(k, a, memoryview(b)) == OK
+        if torch is not None:
+            assert any_store.upsert_tensor(f"{k}-t", torch.arange(256 * 1024,
+                                                                  dtype=torch.float32)) == OK
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < (256 << 10), f"{peak} bytes allocated by Python for 1 MiB upserts"
+    assert any_store.get(k) == a.tobytes() + b.tobytes()
+    if torch is not None:
+        assert torch.equal(any_store.get_tensor(f"{k}-t"),
+                           torch.arange(256 * 1024, dtype=torch.float32))
+    assert any_store.batch_upsert_from_buffers([k, f"{k}-2"], [[b"ab", b"cd"], b"x"]) == [OK, OK]
+    assert any_store.get(k) == b"abcd" and any_store.get(f"{k}-2") == b"x"
+
+
 def test_session_ranged_get_and_put(any_store, uid):
     keep, ptr = registered(any_store, 1 << 16)
     src = (ctypes.c_char * 8).from_address(ptr)
@@ -224,6 +249,13 @@ def test_session_ranged_get_and_put(any_store, uid):
     k = f"{uid}-sess"
     assert any_store.batch_put_session_start([k], [8]) == [OK]
     assert any_store.batch_put_session_start([k], [8]) == [INVALID]  # already in a session
+    # Sizes this process cannot stage are a code per key, not a MemoryError / OverflowError.
+    assert any_store.batch_put_session_start([f"{k}-huge", f"{k}-huger", f"{k}-f"],
+                                             [1 << 50, 1 << 70, 8.0]) == [INVALID] * 3
+    assert "cannot be staged" in kvpool.last_error() or "positive int" in kvpool.last_error()
+    assert any_store.batch_put_session_start([f"{k}-huge"], [np.int64(8)]) == [OK]  # nothing
+    # was left behind by the failure; numpy sizes are ints
+    assert any_store.batch_put_session_revoke([f"{k}-huge"]) == [OK]
     assert any_store.batch_put_from_multi_buffer_ranges([k], [[ptr + 4, ptr]], [[4, 4]],
                                                         [[0, 4]]) == [8]
     assert any_store.is_exist(k) == 0  # nothing visible before the end
@@ -238,6 +270,37 @@ def test_session_ranged_get_and_put(any_store, uid):
     assert any_store.batch_get_into_multi_buffer_ranges([k], [[dst]], [[4]], [[6]]) == [INVALID]
     assert any_store.batch_get_session_end([k]) == OK
     assert any_store.batch_get_into_multi_buffer_ranges([k], [[dst]], [[1]], [[0]]) == [INVALID]
+
+
+def test_session_ranges_copy_each_byte_once(any_store, uid):
+    """A put session's ranges land in the object being assembled and a get session's ranges
+    in the destination with one memmove each: no Python bytes object in between (tracemalloc
+    sees them; before, a 1 MiB put range made a 1 MiB bytes copy first). An unregistered
+    source is refused before a byte moves."""
+    import tracemalloc
+    keep, ptr = registered(any_store, 4 << 20)
+    ctypes.memset(ptr, 0x5A, 1 << 20)
+    k = f"{uid}-big-sess"
+    assert any_store.batch_put_session_start([k], [1 << 20]) == [OK]
+    other = ctypes.create_string_buffer(16)  # mapped, not registered
+    assert any_store.batch_put_from_multi_buffer_ranges(
+        [k], [[ctypes.addressof(other)]], [[16]], [[0]]) == [INVALID]
+    tracemalloc.start()
+    try:
+        assert any_store.batch_put_from_multi_buffer_ranges([k], [[ptr, ptr + 4096]],
+                                                            [[4096, (1 << 20) - 4096]],
+                                                            [[0, 4096]]) == [1 << 20]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < (256 << 10), f"{peak} bytes allocated by Python for a 1 MiB ranged put"
+    assert any_store.batch_put_session_end([k]) == [OK]
+    assert any_store.batch_get_session_start([k]) == [OK]
+    dst = ptr + (2 << 20)
+    assert any_store.batch_get_into_multi_buffer_ranges([k], [[dst]], [[1 << 20]], [[0]]) == [
+        1 << 20]
+    assert ctypes.string_at(dst, 1 << 20) == b"\x5a" * (1 << 20)
+    assert any_store.batch_get_session_end([k]) == OK
 
 
 # ---- queries, removal, listing ----------------------------------------------------------------
@@ -446,6 +509,59 @@ def test_batch_pub_upsert_tensors(any_store, uid):
 
 
 @needs_torch
+def test_get_tensor_adds_no_copy_of_the_payload(any_store, uid):
+    """get_tensor / batch_get_tensor hand back the bytes the fetch landed (the BufferHandle's)
+    as the tensor: no Python-side copy of the 1 MiB payload (tracemalloc sees every bytes /
+    bytearray the tensor layer would make)."""
+    import tracemalloc
+    t = torch.arange(256 * 1024, dtype=torch.float32)  # 1 MiB
+    assert any_store.put_tensor(f"{uid}-big", t) == OK
+    tracemalloc.start()
+    try:
+        got = any_store.get_tensor(f"{uid}-big")
+        (batch,) = any_store.batch_get_tensor([f"{uid}-big"])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert torch.equal(got, t) and torch.equal(batch, t)
+    assert peak < (256 << 10), f"{peak} bytes allocated by Python for a 1 MiB get_tensor"
+    got += 1  # the tensor is this process's own: writing it leaves the stored object alone
+    assert torch.equal(any_store.get_tensor(f"{uid}-big"), t)
+
+
+@needs_torch
+def test_tensor_from_calls_check_registration_before_reading(pool, tmp_path):
+    """put_tensor_from and the *_with_tp_from / *_with_parallelism_from calls refuse an address
+    outside every registered buffer with INVALID_PARAMS before reading its header. Run in a
+    child interpreter: reading an unmapped address would kill the test process."""
+    import os
+    import subprocess
+    import textwrap
+    script = textwrap.dedent(f"""
+        import mmap, ctypes, kvpool
+        s = kvpool.KVPoolStore()
+        assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 0, "tcp", "", "{pool.master_address}") == 0
+        # A mapped page, then made inaccessible: any read of it faults.
+        m = mmap.mmap(-1, 4096)
+        addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
+        libc = ctypes.CDLL(None)
+        libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        assert libc.mprotect(addr, 4096, 0) == 0
+        print(s.put_tensor_from("k1", addr, 400), s.upsert_tensor_from("k2", addr, 400),
+              s.put_tensor_with_tp_from("k3", addr, 400, tp_size=2),
+              s.put_tensor_with_parallelism_from("k4", addr, 400))
+        print("registered" in kvpool.last_error())
+        s.close()
+    """)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60, env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [str(INVALID)] * 4 + ["True"]
+
+
+@needs_torch
 def test_tensor_into_and_from_registered_memory(any_store, uid):
     keep, ptr = registered(any_store, 1 << 16)
     t = torch.arange(10, dtype=torch.int16)
@@ -555,6 +671,30 @@ def test_tensor_parallelism_api(any_store, uid):
     assert any_store.batch_put_tensor_with_parallelism_from([f"{uid}-pf2"], [ptr], [n]) == [OK]
     assert any_store.batch_upsert_tensor_with_parallelism_from([f"{uid}-pf2"], [ptr],
                                                                [n - 1]) == [INVALID]
+
+
+@needs_torch
+def test_tensor_from_and_into_registered_memory_add_no_copy(any_store, uid):
+    """put_tensor_with_tp_from / put_tensor_with_parallelism_from read the tensor where it lies
+    in registered memory, and get_tensor_with_parallelism_into writes it there straight from
+    the read tensor: no Python-side copy of the 1 MiB payload (tracemalloc sees them all)."""
+    import tracemalloc
+    t = torch.arange(256 * 1024, dtype=torch.float32).reshape(512, 512)  # 1 MiB
+    keep, ptr = registered(any_store, 4 << 20)
+    assert any_store.put_tensor(f"{uid}-src", t) == OK
+    n = 304 + t.numel() * 4
+    assert any_store.get_tensor_into(f"{uid}-src", ptr, n) is not None
+    tracemalloc.start()
+    try:
+        assert any_store.put_tensor_with_tp_from(f"{uid}-tp", ptr, n, tp_size=2) == OK
+        assert any_store.put_tensor_with_parallelism_from(f"{uid}-pf", ptr, n) == OK
+        into = any_store.get_tensor_with_parallelism_into(f"{uid}-pf", ptr + (2 << 20), n)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert torch.equal(into, t)
+    assert torch.equal(any_store.get_tensor_with_tp(f"{uid}-tp", tp_rank=1, tp_size=2), t[256:])
+    assert peak < (256 << 10), f"{peak} bytes allocated by Python for 1 MiB tensors"
 
 
 @needs_torch

@@ -116,7 +116,8 @@ class Store {
   std::vector<int> BatchPutFromBuffers(const Keys& keys, const pybind11::list& values,
                                        const PyReplicateConfig& cfg);
   std::vector<int64_t> BatchGetIntoBuffers(const Keys& keys, const pybind11::list& buffers);
-  // kvpool: copying batch upsert with per-key results (values[i]: one buffer).
+  // kvpool: copying batch upsert with per-key results; values[i] is a buffer or a list of
+  // buffers joined in order (straight into the staging memory: one copy).
   std::vector<int> BatchUpsertFromBuffers(const Keys& keys, const pybind11::list& values,
                                           const PyReplicateConfig& cfg);
 
@@ -140,9 +141,10 @@ class Store {
   Result<std::shared_ptr<Client>> client() const;
   // Installs a freshly set-up client; UNAVAILABLE_IN_CURRENT_STATUS if one is already there.
   int Install(Result<std::unique_ptr<Client>> setup, const std::string& hostname, bool standalone);
-  // Copying upsert: stage `values` in memory the client accepts for zero-copy calls.
+  // Copying upsert: stage `values` (per key, its parts in order) in memory the client accepts
+  // for zero-copy calls.
   std::vector<Status> UpsertCopies(const Keys& keys,
-                                   const std::vector<std::span<const uint8_t>>& values,
+                                   const std::vector<std::vector<std::span<const uint8_t>>>& values,
                                    const PyReplicateConfig& cfg);
 
   mutable std::mutex mu_;
@@ -150,8 +152,8 @@ class Store {
   // True while the current set-up lasts; BufferHandles share it and refuse use after close().
   std::shared_ptr<std::atomic<bool>> session_;  // guarded by mu_
   std::shared_ptr<const std::atomic<bool>> session() const;
-  std::string hostname_;            // guarded by mu_
-  bool standalone_ = false;         // guarded by mu_
+  std::string hostname_;     // guarded by mu_
+  bool standalone_ = false;  // guarded by mu_
 #if KVPOOL_PY_HAS_STANDALONE
   std::shared_ptr<HostMemAllocator> pool_allocator_;  // alloc_from_mem_pool; guarded by mu_
   std::vector<void*> pool_allocations_;               // freed at close; guarded by mu_

@@ -221,7 +221,8 @@ void BindStore(py::module_& m) {
           "buffers joined in order.");
   cls.def("batch_upsert_from_buffers", &S::BatchUpsertFromBuffers, py::arg("keys"),
           py::arg("values"), py::arg("config") = kDefaultConfig,
-          "kvpool: copying batch upsert with per-key results (0 or a negative code).");
+          "kvpool: copying batch upsert with per-key results (0 or a negative code); "
+          "values[i] is a buffer or a list of buffers joined in order.");
   cls.def("batch_get_into_buffers", &S::BatchGetIntoBuffers, py::arg("keys"), py::arg("buffers"),
           "kvpool: copying batch get into writable buffers (unregistered memory is fine); "
           "bytes read per key or a negative code.");

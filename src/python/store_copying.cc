@@ -116,22 +116,8 @@ py::list Store::GetBatch(const Keys& keys) {
 }
 
 py::object Store::GetBuffer(const std::string& key) {
-  auto c = client();
-  if (!c.ok()) {
-    ToPyCode(c.status());
-    return py::none();
-  }
-  std::vector<Result<std::vector<uint8_t>>> r;
-  {
-    py::gil_scoped_release nogil;
-    r = (*c)->BatchGet({key});
-  }
-  if (!r[0].ok()) {
-    ToPyCode(r[0].status());
-    return py::none();
-  }
-  if (r[0]->empty()) return py::none();  // Mooncake: a zero-length object gives None
-  return py::cast(BufferHandle{std::move(r[0]).value(), session()});
+  py::list got = BatchGetBuffer({key});
+  return got[0];
 }
 
 py::list Store::BatchGetBuffer(const Keys& keys) {
@@ -154,7 +140,7 @@ py::list Store::BatchGetBuffer(const Keys& keys) {
       ToPyCode(one.status());
       out.append(py::none());
     } else if (one->empty()) {
-      out.append(py::none());
+      out.append(py::none());  // Mooncake: a zero-length object gives None
     } else {
       out.append(py::cast(BufferHandle{std::move(one).value(), open}));
     }
@@ -183,7 +169,10 @@ int Store::Upsert(const std::string& key, py::handle value, const PyReplicateCon
 int Store::UpsertBatch(const Keys& keys, const py::list& values, const PyReplicateConfig& cfg) {
   if (keys.size() != values.size()) return ToPyCode(LengthMismatch(keys.size(), values.size()));
   std::vector<ByteView> views = Views(values);
-  return FirstFailure(UpsertCopies(keys, Spans(views), cfg));
+  std::vector<std::vector<std::span<const uint8_t>>> parts;
+  parts.reserve(views.size());
+  for (const auto& v : views) parts.push_back({v.span()});
+  return FirstFailure(UpsertCopies(keys, parts, cfg));
 }
 
 std::vector<int> Store::BatchUpsertFromBuffers(const Keys& keys, const py::list& values,
@@ -191,19 +180,24 @@ std::vector<int> Store::BatchUpsertFromBuffers(const Keys& keys, const py::list&
   if (keys.size() != values.size()) {
     return std::vector<int>(keys.size(), ToPyCode(LengthMismatch(keys.size(), values.size())));
   }
-  std::vector<ByteView> views = Views(values);
-  return ToPyCodes(UpsertCopies(keys, Spans(views), cfg));
+  std::vector<std::vector<ByteView>> views = ByteViewLists(values, /*writable=*/false);
+  std::vector<std::vector<std::span<const uint8_t>>> parts;
+  parts.reserve(views.size());
+  for (const auto& v : views) parts.push_back(Spans(v));
+  return ToPyCodes(UpsertCopies(keys, parts, cfg));
 }
 
-std::vector<Status> Store::UpsertCopies(const Keys& keys,
-                                        const std::vector<std::span<const uint8_t>>& values,
-                                        const PyReplicateConfig& cfg) {
+std::vector<Status> Store::UpsertCopies(
+    const Keys& keys, const std::vector<std::vector<std::span<const uint8_t>>>& values,
+    const PyReplicateConfig& cfg) {
   auto c = client();
   if (!c.ok()) return std::vector<Status>(keys.size(), c.status());
   auto core = cfg.ToCore();
   if (!core.ok()) return std::vector<Status>(keys.size(), core.status());
   size_t total = 0;
-  for (const auto& v : values) total += v.size();
+  for (const auto& parts : values) {
+    for (const auto& p : parts) total += p.size();
+  }
   if (total == 0) {
     return std::vector<Status>(keys.size(),
                                Status(ErrorCode::INVALID_PARAMS, "upsert: every value is empty"));
@@ -228,11 +222,14 @@ std::vector<Status> Store::UpsertCopies(const Keys& keys,
   std::vector<const void*> ptrs;
   std::vector<size_t> sizes;
   size_t off = 0;
-  for (const auto& v : values) {
-    if (!v.empty()) std::memcpy(scratch + off, v.data(), v.size());
+  for (const auto& parts : values) {  // each object's parts joined in place: one copy
     ptrs.push_back(scratch + off);
-    sizes.push_back(v.size());
-    off += v.size();
+    size_t start = off;
+    for (const auto& p : parts) {
+      if (!p.empty()) std::memcpy(scratch + off, p.data(), p.size());
+      off += p.size();
+    }
+    sizes.push_back(off - start);
   }
   std::vector<Status> st;
   {
