@@ -131,10 +131,14 @@ LocalReply AttachService::Dispatch(LocalConnection& conn, uint16_t method,
 LocalReply AttachService::Put(Session& session, const rpc::LocalPut& req) {
   const Deadline limit = LimitOf(req.deadline_ns());
   const ReplicateConfig config = client::FromProto(req.config());
+  if (Status st = client::CheckGroupIds(config, req.objects_size()); !st.ok()) {
+    return LocalReply::Error(st);
+  }
   std::vector<Status> status;
   Translated t = Translate(session, req.objects(), status);
-  const std::vector<Status> results =
-      store_->PutVouched(t.keys, t.buffers, config, req.upsert(), limit);
+  // The store gets only the objects that passed translation: their group ids with them.
+  const std::vector<Status> results = store_->PutVouched(
+      t.keys, t.buffers, client::ConfigForKeys(config, t.index), req.upsert(), limit);
   rpc::CodesReply reply;
   reply.mutable_codes()->Resize(req.objects_size(), 0);
   for (int i = 0; i < req.objects_size(); ++i) reply.add_messages();
