@@ -28,12 +28,8 @@ std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
     return std::vector<Status>(keys.size(),
                                Status(ErrorCode::INVALID_PARAMS, "replica_num must be at least 1"));
   }
-  if (!config.group_ids.empty() && config.group_ids.size() != keys.size()) {
-    return std::vector<Status>(
-        keys.size(), Status(ErrorCode::INVALID_PARAMS,
-                            fmt::format("group_ids has {} entries for {} keys: give one per key, "
-                                        "or none",
-                                        config.group_ids.size(), keys.size())));
+  if (Status st = CheckGroupIds(config, keys.size()); !st.ok()) {
+    return std::vector<Status>(keys.size(), st);
   }
   std::vector<master::MasterClient::PutItem> items;
   std::vector<size_t> sent;
@@ -49,13 +45,8 @@ std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
   }
   if (sent.empty()) return results;
 
-  rpc::ReplicateConfig wire = ToProto(config);
-  if (!config.group_ids.empty()) {  // the ids of the keys sent, in their order
-    wire.clear_group_ids();
-    for (size_t i : sent) wire.add_group_ids(config.group_ids[i]);
-  }
-  auto started =
-      master_->PutStart(items, wire, upsert, RpcDeadline(limit), options_.local_hostname);
+  auto started = master_->PutStart(items, ToProto(ConfigForKeys(config, sent)), upsert,
+                                   RpcDeadline(limit), options_.local_hostname);
   if (started.ok() && started->results_size() != static_cast<int>(sent.size())) {
     started = Status(ErrorCode::INTERNAL_ERROR, "master answered PUT_START for another batch");
   }

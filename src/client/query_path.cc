@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "client/client_impl.h"
+#include "client/pool_stat_proto.h"
 #include "common/keys.h"
 
 namespace kvpool::client {
@@ -129,28 +130,7 @@ Result<PoolStat> ClientImpl::Stat() {
   KVPOOL_RETURN_IF_ERROR(CheckOpen());
   auto r = master_->Stat(RpcDeadline());
   if (!r.ok()) return r.status();
-  PoolStat s;
-  s.capacity = r->capacity();
-  s.used = r->used();
-  s.object_count = r->object_count();
-  s.client_count = r->client_count();
-  s.evicted_total = r->evicted_total();
-  s.leases_held = r->leases_held();
-  s.bytes_leased = r->bytes_leased();
-  s.refused_leased_or_pinned = r->refused_leased_or_pinned();
-  s.refused_tenant_quota = r->refused_tenant_quota();
-  s.refused_no_segment = r->refused_no_segment();
-  s.ha_role = r->ha_role();
-  s.leader_epoch = r->leader_epoch();
-  s.leader_address = r->leader_address();
-  s.disk_capacity = r->disk_capacity();
-  s.disk_used = r->disk_used();
-  s.disk_replicas = r->disk_replicas();
-  for (const auto& seg : r->segments()) {
-    s.segments.push_back({seg.segment_name(), seg.endpoint(), seg.size(), seg.used(),
-                          seg.object_count(), seg.tier()});
-  }
-  return s;
+  return PoolStatFromProto(*r);
 }
 
 int ClientImpl::HealthCheck() {

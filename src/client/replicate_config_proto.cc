@@ -1,5 +1,7 @@
 #include "client/replicate_config_proto.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdint>
 
@@ -31,6 +33,30 @@ ReplicateConfig FromProto(const rpc::ReplicateConfig& p) {
   c.soft_pin_ttl_ms = p.soft_pin_ttl_ms();
   c.keep_soft_pin_on_upsert = p.keep_soft_pin_on_upsert();
   return c;
+}
+
+Status CheckGroupIds(const ReplicateConfig& config, size_t keys) {
+  if (config.group_ids.empty() || config.group_ids.size() == keys) return Status::Ok();
+  return Status(ErrorCode::INVALID_PARAMS,
+                fmt::format("group_ids has {} entries for {} keys: give one per key, or none",
+                            config.group_ids.size(), keys));
+}
+
+ReplicateConfig ConfigForKeys(const ReplicateConfig& config, const std::vector<size_t>& indices) {
+  ReplicateConfig part = config;
+  if (config.group_ids.empty()) return part;
+  part.group_ids.clear();
+  part.group_ids.reserve(indices.size());
+  for (size_t i : indices) part.group_ids.push_back(config.group_ids[i]);
+  return part;
+}
+
+ReplicateConfig ConfigForKeys(const ReplicateConfig& config, size_t begin, size_t end) {
+  ReplicateConfig part = config;
+  if (config.group_ids.empty()) return part;
+  part.group_ids.assign(config.group_ids.begin() + static_cast<std::ptrdiff_t>(begin),
+                        config.group_ids.begin() + static_cast<std::ptrdiff_t>(end));
+  return part;
 }
 
 }  // namespace kvpool::client

@@ -8,6 +8,7 @@
 #include "client/address_range.h"
 #include "client/host_memory_registry.h"
 #include "client/key_chunked.h"
+#include "client/pool_stat_proto.h"
 #include "common/key_chunks.h"
 #include "common/random_id.h"
 #include "rpc/endpoint.h"
@@ -324,25 +325,7 @@ Result<PoolStat> StandaloneClient::Stat() {
   KVPOOL_RETURN_IF_ERROR(CheckOpen());
   rpc::StatReply r;
   KVPOOL_RETURN_IF_ERROR(link_->Data(rpc::LOCAL_STAT, rpc::Empty(), &r, RpcDeadline()));
-  PoolStat s;
-  s.capacity = r.capacity();
-  s.used = r.used();
-  s.object_count = r.object_count();
-  s.client_count = r.client_count();
-  s.evicted_total = r.evicted_total();
-  s.leases_held = r.leases_held();
-  s.bytes_leased = r.bytes_leased();
-  s.refused_leased_or_pinned = r.refused_leased_or_pinned();
-  s.refused_tenant_quota = r.refused_tenant_quota();
-  s.refused_no_segment = r.refused_no_segment();
-  s.ha_role = r.ha_role();
-  s.leader_epoch = r.leader_epoch();
-  s.leader_address = r.leader_address();
-  for (const auto& seg : r.segments()) {
-    s.segments.push_back(
-        {seg.segment_name(), seg.endpoint(), seg.size(), seg.used(), seg.object_count()});
-  }
-  return s;
+  return PoolStatFromProto(r);
 }
 
 int StandaloneClient::HealthCheck() {

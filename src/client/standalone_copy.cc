@@ -39,10 +39,11 @@ std::vector<Status> StandaloneClient::BatchPut(const std::vector<std::string>& k
   if (whole.ok() && config.replica_num == 0) {
     whole = Status(ErrorCode::INVALID_PARAMS, "replica_num must be at least 1");
   }
+  if (whole.ok()) whole = CheckGroupIds(config, keys.size());
   if (!whole.ok()) return std::vector<Status>(keys.size(), whole);
   if (auto chunks = KeyChunks(keys); chunks.size() > 1) {  // too big for one frame
     return ConcatChunks(chunks, [&](size_t b, size_t e) {
-      return BatchPut(PartOf(keys, b, e), PartOf(values, b, e), config);
+      return BatchPut(PartOf(keys, b, e), PartOf(values, b, e), ConfigForKeys(config, b, e));
     });
   }
   std::vector<Status> out(keys.size());
@@ -50,13 +51,12 @@ std::vector<Status> StandaloneClient::BatchPut(const std::vector<std::string>& k
   size_t i = 0;
   while (i < keys.size()) {
     if (values[i].size() > staging_size_) {
-      out[i] = PutThroughTemporary(keys[i], values[i], config);
+      out[i] = PutThroughTemporary(keys[i], values[i], ConfigForKeys(config, i, i + 1));
       ++i;
       continue;
     }
     // Pack as many of the next values as fit, then send them as one batch.
     rpc::LocalPut req;
-    *req.mutable_config() = ToProto(config);
     std::vector<size_t> sent;
     uint64_t used = 0;
     for (; i < keys.size(); ++i) {
@@ -70,6 +70,7 @@ std::vector<Status> StandaloneClient::BatchPut(const std::vector<std::string>& k
       sent.push_back(i);
       used = at + n;
     }
+    *req.mutable_config() = ToProto(ConfigForKeys(config, sent));
     SendPut(req, sent, out);
   }
   return out;

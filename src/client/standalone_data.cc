@@ -90,15 +90,16 @@ std::vector<Status> StandaloneClient::PutSlices(const std::vector<std::string>& 
   if (whole.ok() && config.replica_num == 0) {
     whole = Status(ErrorCode::INVALID_PARAMS, "replica_num must be at least 1");
   }
+  if (whole.ok()) whole = CheckGroupIds(config, keys.size());
   if (!whole.ok()) return std::vector<Status>(keys.size(), whole);
   if (auto chunks = KeyChunks(keys); chunks.size() > 1) {  // too big for one frame
     return ConcatChunks(chunks, [&](size_t b, size_t e) {
-      return PutSlices(PartOf(keys, b, e), PartOf(ptrs, b, e), PartOf(sizes, b, e), config, upsert);
+      return PutSlices(PartOf(keys, b, e), PartOf(ptrs, b, e), PartOf(sizes, b, e),
+                       ConfigForKeys(config, b, e), upsert);
     });
   }
   std::vector<Status> out(keys.size());
   rpc::LocalPut req;
-  *req.mutable_config() = ToProto(config);
   req.set_upsert(upsert);
   std::vector<size_t> sent;
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -108,6 +109,7 @@ std::vector<Status> StandaloneClient::PutSlices(const std::vector<std::string>& 
     *req.add_objects() = std::move(obj);
     sent.push_back(i);
   }
+  *req.mutable_config() = ToProto(ConfigForKeys(config, sent));
   SendPut(req, sent, out);
   return out;
 }

@@ -114,7 +114,7 @@ class ConfigReader {
       ConfigLine l{n, section, ""};
       std::string value = WithoutComment(line.substr(eq + 1));
       // A list may span lines: joined up to the line that ends it with ']'.
-      if (value.size() > 1 && value.front() == '[') {
+      if (!value.empty() && value.front() == '[') {
         while (value.back() != ']') {
           if (!std::getline(in, raw)) return Bad(l.line, "array without its closing ']'");
           ++n;

@@ -58,6 +58,13 @@ TEST(ConfigFileTest, SetsValuesFlagsAndLists) {
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(g.list, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(g.port, 3);
+
+  Flags h;  // TOML's usual multi-line form: the '[' alone on the key's line
+  st = Apply(h, "list = [\n  \"a\",\n  \"b\"\n]\nport = 4\n");
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(h.list, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(h.port, 4);
+  EXPECT_EQ(h.source.lines.at("list"), 1);
 }
 
 TEST(ConfigFileTest, CommandLineWins) {

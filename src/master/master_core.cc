@@ -196,11 +196,19 @@ Status MasterCore::ValidateGroupIds(const rpc::PutStart& req) {
 }
 
 void MasterCore::JoinGroup(ObjectTable::Shard& shard, std::string_view key,
-                           std::string_view group_id) {
+                           const std::string& group) {
   Object* obj = shard.Find(key);
   if (obj == nullptr || (obj->flags & kGrouped) != 0) return;  // in a group already: stays there
-  table_.groups().Join(ObjectGroups::Scoped(TenantOf(key), group_id), key);
+  table_.groups().Join(group, key);
   obj->flags |= kGrouped;
+}
+
+bool MasterCore::GroupIsFullFor(ObjectTable::Shard& shard, std::string_view key,
+                                const std::string& group) {
+  if (table_.groups().MemberCount(group) < ObjectGroups::kMaxMembers) return false;
+  const Object* obj = shard.Find(key);
+  // A member's own put (a retry, an upsert) takes no new place in the group.
+  return obj == nullptr || (obj->flags & kGrouped) == 0 || table_.groups().GroupOf(key) != group;
 }
 
 rpc::PutStartResult MasterCore::PutOne(const rpc::PutItem& item, const PutContext& ctx,
@@ -224,18 +232,28 @@ rpc::PutStartResult MasterCore::PutOne(const rpc::PutItem& item, const PutContex
     SetQuotaExceeded(item, tenant, *quota, /*whole=*/true, &out);
     return out;
   }
+  const std::string group =
+      group_id.empty() ? std::string() : ObjectGroups::Scoped(tenant, group_id);
   uint64_t over_quota = 0;
   Carried carried;
   for (int attempt = 0;; ++attempt) {
     {
       auto shard = table_.Lock(item.key());
+      if (!group.empty() && GroupIsFullFor(*shard, item.key(), group)) {
+        // Before anything is reserved or replaced. The cap bounds the work a member's lookup,
+        // eviction and removal do for its group (each walks the member list).
+        SetResult(&out, ErrorCode::INVALID_PARAMS,
+                  fmt::format("key={}: group {} has {} members, the most a group may have",
+                              item.key(), group_id, ObjectGroups::kMaxMembers));
+        return out;
+      }
       if (ResolveExisting(*shard, shard->Find(item.key()), ctx, &out, &carried)) {
-        if (!group_id.empty() && out.already_exists()) JoinGroup(*shard, item.key(), group_id);
+        if (!group.empty() && out.already_exists()) JoinGroup(*shard, item.key(), group);
         return out;
       }
       over_quota = quota ? QuotaExcess(tenant, quota_need, *quota) : 0;
       if (over_quota == 0 && TryPlace(*shard, item, ctx, carried, &out)) {
-        if (!group_id.empty() && out.code() == 0) JoinGroup(*shard, item.key(), group_id);
+        if (!group.empty() && out.code() == 0) JoinGroup(*shard, item.key(), group);
         return out;
       }
     }

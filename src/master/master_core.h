@@ -136,6 +136,8 @@ class MasterCore {
   //     pending): the message says which, and refused() counts it.
   //   With config.group_ids (one per item): the item's object joins that group (unless it is in
   //   one); with with_soft_pin and soft_pin_ttl_ms, its soft pin lapses that long after put start.
+  //   INVALID_PARAMS for an item whose group has ObjectGroups::kMaxMembers members already (and
+  //     which is not one of them): nothing is reserved or replaced for it.
   //   TENANT_QUOTA_EXCEEDED: the key's tenant has a quota (options.tenant_quotas) that its
   //     size x replica_num would pass even after evicting the tenant's own least recently used
   //     unleased objects (never another tenant's), or that it exceeds on its own.
@@ -270,9 +272,12 @@ class MasterCore {
                              std::string_view group_id);
   // INVALID_PARAMS unless config.group_ids is empty or one non-empty id (<= 4 KiB) per item.
   static Status ValidateGroupIds(const rpc::PutStart& req);
-  // Under the key's shard lock: the object of `key` joins group `group_id` of its tenant
-  // (unless it is in a group already).
-  void JoinGroup(ObjectTable::Shard& shard, std::string_view key, std::string_view group_id);
+  // Under the key's shard lock: the object of `key` joins `group` (ObjectGroups::Scoped)
+  // unless it is in a group already.
+  void JoinGroup(ObjectTable::Shard& shard, std::string_view key, const std::string& group);
+  // Under the key's shard lock: whether `group` has ObjectGroups::kMaxMembers members and
+  // `key` is not one of them.
+  bool GroupIsFullFor(ObjectTable::Shard& shard, std::string_view key, const std::string& group);
   // Longest soft pin TTL honoured (a day); longer ones are cut to it.
   static constexpr uint64_t kMaxSoftPinTtlMs = 86'400'000;
   // GetReplicaList: holds the group peers of the batch's grouped objects under `lease` too, so a

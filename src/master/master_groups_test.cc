@@ -50,6 +50,35 @@ TEST_F(GroupTest, GroupIdsOfTheWrongLengthOrEmptyAreInvalidParams) {
   EXPECT_EQ(Used(), 0u);
 }
 
+// A group holds at most ObjectGroups::kMaxMembers objects: the put of one more is refused
+// before anything is reserved, while its members' own puts (re-put, upsert) and other groups
+// still work.
+TEST_F(GroupTest, AFullGroupRefusesNewMembersOnly) {
+  Mount("node1", "n1");
+  const size_t n = ObjectGroups::kMaxMembers;
+  std::vector<std::string> keys;
+  for (size_t i = 0; i < n; ++i) keys.push_back("m" + std::to_string(i));
+  PutGroup(keys, Groups(std::vector<std::string>(n, "big")), 64);
+  const uint64_t used = Used();
+  auto r = Put1("w", "one_more", 64, kT0, false, Groups({"big"}));
+  EXPECT_EQ(r.code(), static_cast<int32_t>(ErrorCode::INVALID_PARAMS));
+  EXPECT_NE(r.message().find("group big has 1024 members"), std::string::npos) << r.message();
+  EXPECT_EQ(Used(), used);  // nothing reserved
+  EXPECT_EQ(Present("one_more"), 0);
+  // A member's own upsert replaces it and keeps it in the group.
+  r = Put1("w", "m0", 64, At(1), /*upsert=*/true, Groups({"big"}));
+  EXPECT_EQ(r.code(), 0) << r.message();
+  PutEnd("w", {"m0"}, {}, At(1));
+  EXPECT_EQ(Present("m0"), 1);
+  // An upsert of an object outside the full group leaves that object in place.
+  PutComplete("w", "outside", 64);
+  r = Put1("w", "outside", 64, At(1), /*upsert=*/true, Groups({"big"}));
+  EXPECT_EQ(r.code(), static_cast<int32_t>(ErrorCode::INVALID_PARAMS));
+  EXPECT_EQ(Present("outside"), 1);
+  // Another group still takes members.
+  EXPECT_EQ(Put1("w", "small", 64, kT0, false, Groups({"other"})).code(), 0);
+}
+
 // A group whose members live on different segments: evicting one member frees all of them.
 TEST_F(GroupTest, AGroupIsEvictedTogetherAcrossSegments) {
   Mount("node1", "n1", 8192);

@@ -71,4 +71,10 @@ size_t ObjectGroups::group_count() const {
   return members_.size();
 }
 
+size_t ObjectGroups::MemberCount(const std::string& group) const {
+  std::lock_guard lock(mu_);
+  auto m = members_.find(group);
+  return m == members_.end() ? 0 : m->second.size();
+}
+
 }  // namespace kvpool::master

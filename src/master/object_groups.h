@@ -4,8 +4,8 @@
 //
 // Group ids are scoped by the tenant of their keys (two tenants' "g1" are different groups). A
 // key is in at most one group: joining another moves it. The table only records membership;
-// MasterCore acts on it (master_groups.cc). Not journaled: a master restart forgets groups (the
-// objects stay, ungrouped).
+// MasterCore acts on it (master_core.cc, master_leases.cc, eviction.cc). Not journaled: a master
+// restart forgets groups (the objects stay, ungrouped).
 //
 // Threading: thread-safe (one mutex). Lock order: an ObjectTable shard lock may be held when
 // calling any method (Shard::Erase calls Leave); never take a shard lock inside one.
@@ -21,6 +21,10 @@ namespace kvpool::master {
 
 class ObjectGroups {
  public:
+  // Most members a group may have (MasterCore refuses a put that would pass it): a member's
+  // lookup, eviction and removal each walk its group's member list.
+  static constexpr size_t kMaxMembers = 1024;
+
   // The scoped name of group `id` for keys of `tenant`.
   static std::string Scoped(std::string_view tenant, std::string_view id);
 
@@ -35,6 +39,8 @@ class ObjectGroups {
   // Dissolves `group`, returning its members (none left in any group).
   std::vector<std::string> Take(const std::string& group);
   size_t group_count() const;
+  // Members of `group` now (0 when it has none).
+  size_t MemberCount(const std::string& group) const;
 
  private:
   void LeaveLocked(std::string_view key);

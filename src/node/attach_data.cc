@@ -7,6 +7,7 @@
 
 #include <map>
 
+#include "client/pool_stat_proto.h"
 #include "client/replicate_config_proto.h"
 #include "client/transfer_plan.h"
 #include "node/attach_service.h"
@@ -130,10 +131,14 @@ LocalReply AttachService::Dispatch(LocalConnection& conn, uint16_t method,
 LocalReply AttachService::Put(Session& session, const rpc::LocalPut& req) {
   const Deadline limit = LimitOf(req.deadline_ns());
   const ReplicateConfig config = client::FromProto(req.config());
+  if (Status st = client::CheckGroupIds(config, req.objects_size()); !st.ok()) {
+    return LocalReply::Error(st);
+  }
   std::vector<Status> status;
   Translated t = Translate(session, req.objects(), status);
-  const std::vector<Status> results =
-      store_->PutVouched(t.keys, t.buffers, config, req.upsert(), limit);
+  // The store gets only the objects that passed translation: their group ids with them.
+  const std::vector<Status> results = store_->PutVouched(
+      t.keys, t.buffers, client::ConfigForKeys(config, t.index), req.upsert(), limit);
   rpc::CodesReply reply;
   reply.mutable_codes()->Resize(req.objects_size(), 0);
   for (int i = 0; i < req.objects_size(); ++i) reply.add_messages();
@@ -222,29 +227,7 @@ LocalReply AttachService::Query(uint16_t method, const std::string& meta) {
   if (method == rpc::LOCAL_STAT) {
     auto s = store_->Stat();
     if (!s.ok()) return LocalReply::Error(s.status());
-    rpc::StatReply r;
-    r.set_capacity(s->capacity);
-    r.set_used(s->used);
-    r.set_object_count(s->object_count);
-    r.set_client_count(s->client_count);
-    r.set_evicted_total(s->evicted_total);
-    r.set_leases_held(s->leases_held);
-    r.set_bytes_leased(s->bytes_leased);
-    r.set_refused_leased_or_pinned(s->refused_leased_or_pinned);
-    r.set_refused_tenant_quota(s->refused_tenant_quota);
-    r.set_refused_no_segment(s->refused_no_segment);
-    r.set_ha_role(s->ha_role);
-    r.set_leader_epoch(s->leader_epoch);
-    r.set_leader_address(s->leader_address);
-    for (const auto& seg : s->segments) {
-      rpc::SegmentInfo* info = r.add_segments();
-      info->set_segment_name(seg.name);
-      info->set_endpoint(seg.endpoint);
-      info->set_size(seg.size);
-      info->set_used(seg.used);
-      info->set_object_count(seg.object_count);
-    }
-    return LocalReply::Of(r);
+    return LocalReply::Of(client::ToProto(*s));
   }
   if (method == rpc::LOCAL_SCAN_KEYS) {
     rpc::ScanKeys req;

@@ -282,6 +282,17 @@ TEST(DiskTierTest, StandaloneClientReadsDiskObjectsThroughItsNode) {
   auto e = (*local)->BatchIsExist({PageKey(0), PageKey(1)});
   ASSERT_EQ(e.size(), 2u);
   EXPECT_EQ(e[0].ok() && *e[0], true);
+  // Its stat shows the disk tier as the embedded client's does.
+  auto embedded = c->Stat();
+  auto standalone = (*local)->Stat();
+  ASSERT_TRUE(embedded.ok() && standalone.ok());
+  EXPECT_EQ(standalone->disk_capacity, embedded->disk_capacity);
+  EXPECT_GT(standalone->disk_capacity, 0u);
+  EXPECT_GE(standalone->disk_replicas, 100u);
+  ASSERT_EQ(standalone->segments.size(), embedded->segments.size());
+  size_t disk_segments = 0;
+  for (const auto& seg : standalone->segments) disk_segments += seg.tier == 1 ? 1 : 0;
+  EXPECT_EQ(disk_segments, 1u);
 }
 
 TEST(DiskTierTest, BadDiskPathOrSizeFailsTheStartNamingIt) {

@@ -211,6 +211,53 @@ TEST_F(StandaloneTest, CopyingCallsGoThroughTheStagingBuffer) {
   EXPECT_GT(status->copied_bytes(), 2 * (4u << 20));
 }
 
+// group_ids hold one id per key of the caller's batch; the parts a standalone client sends (the
+// keys whose buffers passed its check, each staging round, a value put through a temporary
+// buffer) carry the ids of their own keys, so one bad key or a small staging buffer fails no
+// other key of the batch.
+TEST_F(StandaloneTest, GroupIdsTravelWithTheirKeys) {
+  ASSERT_TRUE(client_->RegisterBuffer(pool_mem_, kPool).ok());
+  ReplicateConfig three;
+  three.group_ids = {"page1", "page1", "page1"};
+  std::vector<uint8_t> heap(1000);  // not host-allocator memory: the client refuses its key
+  const uint8_t* unregistered = heap.data();
+  auto zc = client_->BatchPutFrom({"g/a", "g/bad", "g/b"}, {pool_mem_, unregistered, pool_mem_},
+                                  {1000, 1000, 1000}, three);
+  ASSERT_EQ(zc.size(), 3u);
+  EXPECT_TRUE(zc[0].ok()) << zc[0].ToString();
+  EXPECT_FALSE(zc[1].ok());
+  EXPECT_TRUE(zc[2].ok()) << zc[2].ToString();
+  ReplicateConfig two;
+  two.group_ids = {"page1", "page1"};
+  EXPECT_EQ(client_
+                ->BatchPutFrom({"g/c", "g/d", "g/e"}, {pool_mem_, pool_mem_, pool_mem_},
+                               {10, 10, 10}, two)[0]
+                .code(),
+            ErrorCode::INVALID_PARAMS);
+
+  StandaloneOptions o = StandaloneFor(port_);
+  o.local_buffer_size = 1 << 20;  // several staging rounds, and one value above the buffer
+  auto c = Attach(o);
+  ASSERT_NE(c, nullptr);
+  std::vector<std::string> keys;
+  std::vector<std::vector<uint8_t>> values;
+  ReplicateConfig cfg;
+  for (int i = 0; i < 6; ++i) {
+    keys.push_back("gc/" + std::to_string(i));
+    values.emplace_back(i == 5 ? (2 << 20) : 400000);
+    FillPage(keys.back(), values.back().data(), values.back().size());
+    cfg.group_ids.push_back("page" + std::to_string(i / 2));
+  }
+  std::vector<std::span<const uint8_t>> spans(values.begin(), values.end());
+  auto put = c->BatchPut(keys, spans, cfg);
+  for (size_t i = 0; i < keys.size(); ++i) ASSERT_TRUE(put[i].ok()) << put[i].ToString();
+  auto got = c->BatchGet(keys);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_TRUE(got[i].ok()) << keys[i] << ": " << got[i].status().ToString();
+    EXPECT_EQ(*got[i], values[i]) << keys[i];
+  }
+}
+
 // The rule the seed document is about: in standalone mode, register_buffer accepts any range
 // inside one HostMemAllocator allocation and refuses everything else with a clear way out.
 TEST_F(StandaloneTest, RegisterBufferAcceptsOnlyHostAllocatorMemory) {
