@@ -156,6 +156,12 @@ TEST(HaOptionsTest, MooncakeFlagNames) {
   EXPECT_TRUE(ValidateMasterOptions(o).ok());
   EXPECT_FALSE(ParseArgs({}).enable_ha);
   EXPECT_TRUE(ValidateMasterOptions(ParseArgs({})).ok());  // no etcd needed without HA
+  for (const char* host : {"10.0.0.5", "::1", "master-1.example"}) {
+    EXPECT_TRUE(ValidateMasterOptions(ParseArgs({"--enable_ha", "true", "--etcd_endpoints",
+                                                 "h:2379", "--ha_advertise_host", host}))
+                    .ok())
+        << host;
+  }
 }
 
 TEST(HaOptionsTest, BadValuesNameTheFlag) {
@@ -174,6 +180,10 @@ TEST(HaOptionsTest, BadValuesNameTheFlag) {
        "--ha_lease_ttl_sec"},
       {{"--enable_ha", "true", "--etcd_endpoints", "h:2379", "--ha_restore_wait_ms", "-1"},
        "--ha_restore_wait_ms"},
+      {{"--enable_ha", "true", "--etcd_endpoints", "h:2379", "--ha_advertise_host", "[::1]"},
+       "--ha_advertise_host"},
+      {{"--enable_ha", "true", "--etcd_endpoints", "h:2379", "--ha_advertise_host", "a b"},
+       "--ha_advertise_host"},
   };
   for (const Case& c : cases) {
     Status st = ValidateMasterOptions(ParseArgs(c.args));
