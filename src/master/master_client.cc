@@ -502,6 +502,11 @@ Result<uint32_t> MasterClient::ExistsPrefix(std::span<const std::string> keys, D
     rpc::KeysRequest req = KeysOf(keys.subspan(begin, end - begin));
     auto r = CallReleasing<rpc::ExistsPrefixReply>(rpc::EXISTS_PREFIX, req, deadline);
     if (!r.ok()) return r.status();
+    if (r->count() > end - begin) {  // callers index the batch by it
+      return Status(ErrorCode::INTERNAL_ERROR,
+                    fmt::format("master {} answered EXISTS_PREFIX with {} keys of {}",
+                                master().ToString(), r->count(), end - begin));
+    }
     count += r->count();
     if (r->count() < end - begin) break;
   }
