@@ -15,14 +15,16 @@ Status BadAddress(std::string_view what, std::string_view text, std::string_view
 
 }  // namespace
 
+std::string HostPort(const rpc::Endpoint& ep) {
+  return ep.host.find(':') != std::string::npos ? "[" + ep.host + "]:" + std::to_string(ep.port)
+                                                : ep.ToString();
+}
+
 std::string EtcdTarget::ToString() const {
   std::string out(kScheme);
   for (size_t i = 0; i < endpoints.size(); ++i) {
     if (i > 0) out += ';';
-    const rpc::Endpoint& ep = endpoints[i];
-    // An IPv6 host in brackets, so that the text parses back.
-    out += ep.host.find(':') != std::string::npos ? "[" + ep.host + "]:" + std::to_string(ep.port)
-                                                  : ep.ToString();
+    out += HostPort(endpoints[i]);
   }
   return out + "/" + cluster_id;
 }

@@ -31,6 +31,11 @@ struct MasterAddress {
   std::string ToString() const { return via_etcd ? etcd.ToString() : endpoint.ToString(); }
 };
 
+// "host:port" with an IPv6 host in brackets ("[::1]:50051"), so that rpc::ParseEndpoint reads
+// it back (rpc::Endpoint::ToString does not bracket). For addresses published or printed to be
+// parsed again: etcd:// addresses, the leader's address in etcd.
+std::string HostPort(const rpc::Endpoint& ep);
+
 // Parses "h1:2379;h2:2379" (';' or ',' between members; a member without a port gets 2379).
 // Errors: INVALID_PARAMS naming `what`, the text and the expected form.
 Result<std::vector<rpc::Endpoint>> ParseEtcdEndpoints(std::string_view text, std::string_view what);

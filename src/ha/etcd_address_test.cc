@@ -51,4 +51,15 @@ TEST(EtcdAddressTest, ClusterIds) {
   EXPECT_FALSE(ValidateClusterId(std::string(129, 'a'), "--cluster_id").ok());
 }
 
+TEST(EtcdAddressTest, HostPortParsesBack) {
+  for (const rpc::Endpoint& ep : {rpc::Endpoint{"10.0.0.1", 50051}, rpc::Endpoint{"::1", 50051},
+                                  rpc::Endpoint{"master-1", 7}}) {
+    auto back = rpc::ParseEndpoint(HostPort(ep));
+    ASSERT_TRUE(back.ok()) << HostPort(ep) << ": " << back.status().ToString();
+    EXPECT_EQ(back->host, ep.host);
+    EXPECT_EQ(back->port, ep.port);
+  }
+  EXPECT_EQ(HostPort({"::1", 50051}), "[::1]:50051");
+}
+
 }  // namespace kvpool::ha

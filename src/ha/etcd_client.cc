@@ -4,6 +4,8 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 
 #include "ha/base64.h"
@@ -13,19 +15,36 @@ namespace {
 
 using json = nlohmann::json;
 
-// The gateway prints int64 fields as JSON strings ("123"); absent means 0.
-int64_t Int64Field(const json& j, const char* name) {
+Status Malformed(std::string_view what, std::string_view why, const json& j) {
+  return Status(ErrorCode::ETCD_OPERATION_ERROR,
+                fmt::format("etcd {}: {} in {}", what, why, j.dump().substr(0, 200)));
+}
+
+// The gateway prints int64 fields as JSON strings ("123"); absent (or null) means 0. Anything
+// else (another type, text that is not a whole decimal int64) is an error naming `name`.
+Result<int64_t> Int64Field(const json& j, const char* name, std::string_view what) {
+  if (!j.is_object()) return Malformed(what, fmt::format("no object around {}", name), j);
   auto it = j.find(name);
-  if (it == j.end() || it->is_null()) return 0;
-  if (it->is_number_integer()) return it->get<int64_t>();
-  if (it->is_string()) {
-    try {
-      return std::stoll(it->get<std::string>());
-    } catch (...) {
-      return 0;
-    }
+  if (it == j.end() || it->is_null()) return int64_t{0};
+  if (it->is_number_unsigned()) {
+    if (it->get<uint64_t>() <= INT64_MAX) return static_cast<int64_t>(it->get<uint64_t>());
+  } else if (it->is_number_integer()) {
+    return it->get<int64_t>();
   }
-  return 0;
+  if (it->is_string()) {
+    const std::string& text = it->get_ref<const std::string&>();
+    int64_t v = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec == std::errc() && end == text.data() + text.size() && !text.empty()) return v;
+  }
+  return Malformed(what, fmt::format("{} is not an int64", name), j);
+}
+
+// A field that must be positive when present (ids, revisions).
+Result<int64_t> PositiveField(const json& j, const char* name, std::string_view what) {
+  auto v = Int64Field(j, name, what);
+  if (v.ok() && *v <= 0) return Malformed(what, fmt::format("no positive {}", name), j);
+  return v;
 }
 
 Result<json> ParseJson(const std::string& body, std::string_view what) {
@@ -38,21 +57,35 @@ Result<json> ParseJson(const std::string& body, std::string_view what) {
   return j;
 }
 
-Result<EtcdKeyValue> KeyValueOf(const json& kv) {
+// One kv of a range answer: an object whose value (absent: empty) is base64, of a key that
+// exists (create_revision > 0: it becomes a leadership epoch), lease 0 (none) or positive.
+Result<EtcdKeyValue> KeyValueOf(const json& kv, std::string_view what) {
+  if (!kv.is_object()) return Malformed(what, "a kv is not an object", kv);
   EtcdKeyValue out;
-  auto value = Base64Decode(kv.value("value", std::string()));
-  if (!value) return Status(ErrorCode::ETCD_OPERATION_ERROR, "etcd: a value is not base64");
-  out.value = std::move(*value);
-  out.create_revision = Int64Field(kv, "create_revision");
-  out.lease = Int64Field(kv, "lease");
+  if (auto it = kv.find("value"); it != kv.end()) {
+    std::optional<std::string> value;
+    if (it->is_string()) value = Base64Decode(it->get_ref<const std::string&>());
+    if (!value) return Malformed(what, "a value is not base64", kv);
+    out.value = std::move(*value);
+  }
+  auto revision = PositiveField(kv, "create_revision", what);
+  if (!revision.ok()) return revision.status();
+  auto lease = Int64Field(kv, "lease", what);
+  if (!lease.ok()) return lease.status();
+  if (*lease < 0) return Malformed(what, "a negative lease", kv);
+  out.create_revision = *revision;
+  out.lease = *lease;
   return out;
 }
 
 // The first kv of a range answer; nullopt when there is none.
-Result<std::optional<EtcdKeyValue>> FirstKv(const json& range) {
+Result<std::optional<EtcdKeyValue>> FirstKv(const json& range, std::string_view what) {
+  if (!range.is_object()) return Malformed(what, "the range answer is not an object", range);
   auto it = range.find("kvs");
-  if (it == range.end() || !it->is_array() || it->empty()) return std::optional<EtcdKeyValue>();
-  auto kv = KeyValueOf((*it)[0]);
+  if (it == range.end() || it->is_null()) return std::optional<EtcdKeyValue>();
+  if (!it->is_array()) return Malformed(what, "kvs is not an array", range);
+  if (it->empty()) return std::optional<EtcdKeyValue>();
+  auto kv = KeyValueOf((*it)[0], what);
   if (!kv.ok()) return kv.status();
   return std::optional<EtcdKeyValue>(std::move(kv).value());
 }
@@ -105,16 +138,38 @@ Result<std::string> EtcdClient::Post(std::string_view path, const std::string& b
     client.set_read_timeout(us);
     client.set_write_timeout(us);
     client.set_keep_alive(false);
-    auto res = client.Post(std::string(path), body, "application/json");
-    if (!res) {
-      errors +=
-          fmt::format("{}{}: {}", errors.empty() ? "" : "; ", m.ToString(), Describe(res.error()));
+    httplib::Request req;
+    req.method = "POST";
+    req.path = std::string(path);
+    req.body = body;
+    req.set_header("Content-Type", "application/json");
+    // The read timeout bounds each read only: the whole answer must also come by the try's
+    // deadline (a member trickling bytes would hold the call), and within kMaxAnswerBytes.
+    const Deadline try_deadline = Clock::now() + share;
+    std::string answer;
+    const char* cut = nullptr;
+    req.content_receiver = [&](const char* data, size_t len, uint64_t, uint64_t) {
+      if (answer.size() + len > kMaxAnswerBytes) {
+        cut = "answer larger than the limit";
+      } else if (Clock::now() >= try_deadline) {
+        cut = "answer not complete in time";
+      } else {
+        answer.append(data, len);
+        return true;
+      }
+      return false;
+    };
+    auto res = client.send(req);
+    if (!res || cut != nullptr) {
+      errors += fmt::format("{}{}: {}", errors.empty() ? "" : "; ", m.ToString(),
+                            cut != nullptr ? fmt::format("{} ({} bytes)", cut, kMaxAnswerBytes)
+                                           : Describe(res.error()));
       continue;
     }
     if (res->status != 200) {
       // etcd's own refusal (e.g. "requested lease not found"): another member would say the same.
-      std::string message = res->body.substr(0, 300);
-      auto j = json::parse(res->body, nullptr, false);
+      std::string message = answer.substr(0, 300);
+      auto j = json::parse(answer, nullptr, false);
       if (j.is_object() && j.contains("message") && j["message"].is_string()) {
         message = j["message"].get<std::string>();
       }
@@ -123,7 +178,7 @@ Result<std::string> EtcdClient::Post(std::string_view path, const std::string& b
           fmt::format("etcd {} at {}: HTTP {}: {}", path, m.ToString(), res->status, message));
     }
     preferred_.store(i, std::memory_order_relaxed);
-    return std::move(res->body);
+    return answer;
   }
   if (errors.empty()) {
     return Status(ErrorCode::RPC_TIMEOUT,
@@ -138,12 +193,7 @@ Result<int64_t> EtcdClient::GrantLease(std::chrono::seconds ttl, Deadline deadli
   if (!body.ok()) return body.status();
   auto j = ParseJson(*body, "lease grant");
   if (!j.ok()) return j.status();
-  int64_t id = Int64Field(*j, "ID");
-  if (id == 0) {
-    return Status(ErrorCode::ETCD_OPERATION_ERROR,
-                  fmt::format("etcd lease grant: no lease id in {}", body->substr(0, 200)));
-  }
-  return id;
+  return PositiveField(*j, "ID", "lease grant");  // absent (0) is no lease either
 }
 
 Result<int64_t> EtcdClient::KeepAlive(int64_t id, Deadline deadline) {
@@ -154,12 +204,12 @@ Result<int64_t> EtcdClient::KeepAlive(int64_t id, Deadline deadline) {
   std::string first = body->substr(0, body->find('\n'));
   auto j = ParseJson(first, "lease keepalive");
   if (!j.ok()) return j.status();
-  const json& r = j->contains("result") ? (*j)["result"] : *j;
   if (j->contains("error")) {
     return Status(ErrorCode::ETCD_OPERATION_ERROR,
                   fmt::format("etcd lease keepalive: {}", first.substr(0, 200)));
   }
-  return Int64Field(r, "TTL");
+  auto result = j->find("result");
+  return Int64Field(result != j->end() ? *result : *j, "TTL", "lease keepalive");
 }
 
 Status EtcdClient::RevokeLease(int64_t id, Deadline deadline) {
@@ -172,7 +222,7 @@ Result<std::optional<EtcdKeyValue>> EtcdClient::Get(std::string_view key, Deadli
   if (!body.ok()) return body.status();
   auto j = ParseJson(*body, "range");
   if (!j.ok()) return j.status();
-  return FirstKv(*j);
+  return FirstKv(*j, "range");
 }
 
 Result<EtcdClient::CreateResult> EtcdClient::CreateIfAbsent(std::string_view key,
@@ -191,19 +241,26 @@ Result<EtcdClient::CreateResult> EtcdClient::CreateIfAbsent(std::string_view key
   auto j = ParseJson(*body, "txn");
   if (!j.ok()) return j.status();
   CreateResult out;
-  out.created = j->value("succeeded", false);
+  auto succeeded = j->find("succeeded");  // absent: false (the gateway omits false)
+  if (succeeded != j->end() && !succeeded->is_boolean()) {
+    return Malformed("txn", "succeeded is not a boolean", *j);
+  }
+  out.created = succeeded != j->end() && succeeded->get<bool>();
   if (out.created) {
-    // The put's revision is the key's creation revision.
-    const json& header = (*j)["header"];
-    out.current = {std::string(value), Int64Field(header, "revision"), lease};
+    // The put's revision is the key's creation revision: the new leadership epoch.
+    auto header = j->find("header");
+    if (header == j->end()) return Malformed("txn", "no header", *j);
+    auto revision = PositiveField(*header, "revision", "txn");
+    if (!revision.ok()) return revision.status();
+    out.current = {std::string(value), *revision, lease};
     return out;
   }
-  const json& responses = (*j)["responses"];
-  if (!responses.is_array() || responses.empty() || !responses[0].contains("response_range")) {
-    return Status(ErrorCode::ETCD_OPERATION_ERROR,
-                  fmt::format("etcd txn: unexpected answer {}", body->substr(0, 200)));
+  auto responses = j->find("responses");
+  if (responses == j->end() || !responses->is_array() || responses->empty() ||
+      !(*responses)[0].is_object() || !(*responses)[0].contains("response_range")) {
+    return Malformed("txn", "no range answer", *j);
   }
-  auto kv = FirstKv(responses[0]["response_range"]);
+  auto kv = FirstKv((*responses)[0]["response_range"], "txn");
   if (!kv.ok()) return kv.status();
   if (*kv) out.current = std::move(**kv);  // else: it vanished in between; the caller retries
   return out;

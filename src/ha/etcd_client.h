@@ -5,8 +5,13 @@
 //
 // Every call has a deadline and tries the members in turn (starting with the last one that
 // answered), each try bounded by a share of the time left, so one dead member costs at most its
-// share. Errors: ETCD_OPERATION_ERROR naming each member tried and why (refused, timed out,
-// HTTP status, etcd's message); RPC_TIMEOUT when the deadline passed before any member answered.
+// share: the whole answer must arrive within the share (a member trickling bytes is cut off at
+// the next read after it; one read waits at most the share) and be at most kMaxAnswerBytes.
+// Answers are checked: a field of the wrong type, an int64 that does not parse, bad base64, a
+// missing lease id or revision is ETCD_OPERATION_ERROR naming the call and the field.
+// Errors: ETCD_OPERATION_ERROR naming each member tried and why (refused, timed out, too big,
+// HTTP status, etcd's message, malformed answer); RPC_TIMEOUT when the deadline passed before any
+// member answered.
 //
 // Threading: thread-safe (each call uses its own HTTP connection).
 #pragma once
@@ -33,6 +38,9 @@ struct EtcdKeyValue {
 
 class EtcdClient {
  public:
+  // The largest answer read (the leader record and lease answers are a few hundred bytes).
+  static constexpr size_t kMaxAnswerBytes = 64 * 1024;
+
   // REQUIRES: !members.empty().
   explicit EtcdClient(std::vector<rpc::Endpoint> members);
 

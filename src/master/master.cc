@@ -115,7 +115,8 @@ Status Master::Start(std::function<void()> on_lost_leadership) {
   if (st.ok() && election_ != nullptr) {
     // Serving answers NOT_LEADER until the election says otherwise.
     election_->SetOnLost(std::move(on_lost_leadership));
-    st = election_->Start(AdvertiseHost(options_) + ":" + std::to_string(server_->port()),
+    // Clients parse it back (ha/leader_locator.h): an IPv6 host goes in brackets.
+    st = election_->Start(ha::HostPort({AdvertiseHost(options_), server_->port()}),
                           DeadlineAfter(kEtcdStartupDeadline));
     if (!st.ok()) {
       server_->Stop();

@@ -54,6 +54,24 @@ void AppendCodes(rpc::CodesReply& into, const Result<rpc::CodesReply>& part, siz
   }
 }
 
+// A batch's keys split into requests that fit in a frame (common/key_chunks.h).
+std::vector<std::pair<size_t, size_t>> ChunksOf(std::span<const std::string> keys) {
+  return KeyChunks(keys.size(), [&](size_t i) { return keys[i].size(); });
+}
+
+// The codes for `keys`, asked with one `once(part)` request, or one per chunk when the batch is
+// too big for one frame (a failed chunk fails its own keys).
+template <typename Once>
+Result<rpc::CodesReply> CodesByChunk(std::span<const std::string> keys, Once once) {
+  auto chunks = ChunksOf(keys);
+  if (chunks.size() == 1) return once(keys);
+  rpc::CodesReply all;
+  for (auto [begin, end] : chunks) {
+    AppendCodes(all, once(keys.subspan(begin, end - begin)), end - begin);
+  }
+  return all;
+}
+
 }  // namespace
 
 MasterClient::MasterClient(rpc::Endpoint master, std::string client_id,
@@ -413,8 +431,8 @@ Result<rpc::CodesReply> MasterClient::PutEnd(std::span<const std::string> commit
                                              std::span<const uint64_t> commit_checksums,
                                              std::span<const std::string> revoke_keys,
                                              Deadline deadline) {
-  auto commits = KeyChunks(commit_keys.size(), [&](size_t i) { return commit_keys[i].size(); });
-  auto revokes = KeyChunks(revoke_keys.size(), [&](size_t i) { return revoke_keys[i].size(); });
+  auto commits = ChunksOf(commit_keys);
+  auto revokes = ChunksOf(revoke_keys);
   auto once = [&](std::span<const std::string> commit, std::span<const uint64_t> checksums,
                   std::span<const std::string> revoke) {
     rpc::PutEnd req;
@@ -447,7 +465,7 @@ Result<rpc::GetReplicaListReply> MasterClient::GetReplicaList(std::span<const st
     req.set_no_lease(no_lease);
     return CallReleasing<rpc::GetReplicaListReply>(rpc::GET_REPLICA_LIST, req, deadline);
   };
-  auto chunks = KeyChunks(keys.size(), [&](size_t i) { return keys[i].size(); });
+  auto chunks = ChunksOf(keys);
   if (chunks.size() == 1) return once(keys);
   // Too big for one frame: a request per chunk; a failed chunk fails its own keys. The lease is
   // the shortest granted (each runs from its own answer, all after the caller asked).
@@ -469,28 +487,26 @@ Result<rpc::GetReplicaListReply> MasterClient::GetReplicaList(std::span<const st
 }
 
 Result<rpc::CodesReply> MasterClient::Exists(std::span<const std::string> keys, Deadline deadline) {
-  auto once = [&](std::span<const std::string> part) {
+  return CodesByChunk(keys, [&](std::span<const std::string> part) {
     rpc::KeysRequest req;
     req.set_client_id(client_id_);
     req.set_packed_keys(PackKeys(part));
     return CallReleasing<rpc::CodesReply>(rpc::EXISTS, req, deadline);
-  };
-  auto chunks = KeyChunks(keys.size(), [&](size_t i) { return keys[i].size(); });
-  if (chunks.size() == 1) return once(keys);
-  rpc::CodesReply all;
-  for (auto [begin, end] : chunks) {
-    AppendCodes(all, once(keys.subspan(begin, end - begin)), end - begin);
-  }
-  return all;
+  });
 }
 
 Result<uint32_t> MasterClient::ExistsPrefix(std::span<const std::string> keys, Deadline deadline) {
   // Chunk by chunk while every key so far exists: the first chunk with a gap ends the prefix.
   uint32_t count = 0;
-  for (auto [begin, end] : KeyChunks(keys.size(), [&](size_t i) { return keys[i].size(); })) {
+  for (auto [begin, end] : ChunksOf(keys)) {
     rpc::KeysRequest req = KeysOf(keys.subspan(begin, end - begin));
     auto r = CallReleasing<rpc::ExistsPrefixReply>(rpc::EXISTS_PREFIX, req, deadline);
     if (!r.ok()) return r.status();
+    if (r->count() > end - begin) {  // callers index the batch by it
+      return Status(ErrorCode::INTERNAL_ERROR,
+                    fmt::format("master {} answered EXISTS_PREFIX with {} keys of {}",
+                                master().ToString(), r->count(), end - begin));
+    }
     count += r->count();
     if (r->count() < end - begin) break;
   }
@@ -499,18 +515,11 @@ Result<uint32_t> MasterClient::ExistsPrefix(std::span<const std::string> keys, D
 
 Result<rpc::CodesReply> MasterClient::Remove(std::span<const std::string> keys, bool force,
                                              Deadline deadline) {
-  auto once = [&](std::span<const std::string> part) {
+  return CodesByChunk(keys, [&](std::span<const std::string> part) {
     rpc::KeysRequest req = KeysOf(part);
     req.set_force(force);
     return CallReleasing<rpc::CodesReply>(rpc::REMOVE, req, deadline);
-  };
-  auto chunks = KeyChunks(keys.size(), [&](size_t i) { return keys[i].size(); });
-  if (chunks.size() == 1) return once(keys);
-  rpc::CodesReply all;
-  for (auto [begin, end] : chunks) {
-    AppendCodes(all, once(keys.subspan(begin, end - begin)), end - begin);
-  }
-  return all;
+  });
 }
 
 Result<uint64_t> MasterClient::RemoveAll(bool force, Deadline deadline) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <array>
 #include <string_view>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "common/units.h"
 #include "ha/etcd_address.h"
 #include "master/placement.h"
+#include "rpc/endpoint.h"
 
 namespace kvpool::master {
 namespace {
@@ -135,6 +137,17 @@ Status ValidateHaOptions(const MasterOptions& o) {
   }
   if (o.ha_restore_wait_ms < 0 || o.ha_restore_wait_ms > 60000) {
     return Bad("ha_restore_wait_ms", std::to_string(o.ha_restore_wait_ms), "0..60000 milliseconds");
+  }
+  // Published as the leader's address: clients must be able to parse it back.
+  if (!o.ha_advertise_host.empty()) {
+    const std::string& host = o.ha_advertise_host;
+    auto ep = rpc::ParseEndpoint(ha::HostPort({host, 1}), 0, "--ha_advertise_host");
+    const bool blank = std::any_of(host.begin(), host.end(),
+                                   [](char c) { return static_cast<unsigned char>(c) <= ' '; });
+    if (!ep.ok() || ep->host != host || blank) {
+      return Bad("ha_advertise_host", "'" + host + "'",
+                 "a host name or IP address (IPv6 without brackets), e.g. 10.0.0.5");
+    }
   }
   return Status::Ok();
 }
