@@ -18,7 +18,8 @@ Result<rpc::CodesReply> MasterCore::TierUpdate(const rpc::TierUpdate& req, TimeP
     return Status(ErrorCode::INVALID_PARAMS, "tier update: client_id is empty");
   }
   clients_.Touch(req.client_id(), now, /*make_known=*/false);
-  auto seg = registry_.DiskSegment(req.segment_name(), req.client_id());
+  uint64_t capacity = 0;
+  auto seg = registry_.DiskSegment(req.segment_name(), req.client_id(), &capacity);
   if (!seg.ok()) return seg.status();
   const int64_t now_ns = ToNanos(now);
   rpc::CodesReply reply;
@@ -26,6 +27,10 @@ Result<rpc::CodesReply> MasterCore::TierUpdate(const rpc::TierUpdate& req, TimeP
     ErrorCode code;
     if (!ValidateKey(so.key()).ok()) {
       code = ErrorCode::INVALID_KEY;
+    } else if (add && !registry_.RangeFits(capacity, so.offset(), so.size())) {
+      // A range outside the disk segment would send readers (and a later FREE) to bytes the
+      // tier does not hold: never listed.
+      code = ErrorCode::INVALID_PARAMS;
     } else {
       auto shard = table_.Lock(so.key());
       code = add ? AddDiskReplica(*shard, so, *seg) : DropDiskReplica(*shard, so, *seg, now_ns);
