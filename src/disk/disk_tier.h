@@ -105,6 +105,8 @@ class DiskTier {
   uint64_t alignment() const { return alignment_; }
   uint64_t Reserved(uint64_t size) const { return (size + alignment_ - 1) & ~(alignment_ - 1); }
   const std::string& dir() const { return dir_; }
+  // Bytes of the data file objects may take (fixed at Open: read without the lock).
+  uint64_t capacity() const { return allocator_.capacity(); }
 
   // The listed objects, ascending by offset (after Open: those the index kept).
   std::vector<DiskObject> Objects() const;

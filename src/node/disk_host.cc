@@ -319,8 +319,26 @@ std::optional<rpc::Reply> DiskHost::Read(const rpc::DataRequest& req) {
                            "{:016x}): its host restarted",
                            name_, req.segment_incarnation(), incarnation_)));
   }
+  // The ranges come from the wire: each must name a listed object (which bounds its length),
+  // and all of them together at most the tier's size, before they size the buffer.
   uint64_t total = 0;
-  for (const rpc::Range& r : req.ranges()) total += tier_->Reserved(r.length());
+  const uint64_t capacity = tier_->capacity();
+  for (const rpc::Range& r : req.ranges()) {
+    if (!tier_->Find(r.offset(), r.length())) {
+      read_failures_.fetch_add(1, std::memory_order_relaxed);
+      return rpc::Reply::Error(Status(ErrorCode::INVALID_READ,
+                                      fmt::format("segment={}: no object of {} bytes at offset {}",
+                                                  name_, r.length(), r.offset())));
+    }
+    total += tier_->Reserved(r.length());
+    if (total > capacity) {
+      read_failures_.fetch_add(1, std::memory_order_relaxed);
+      return rpc::Reply::Error(Status(
+          ErrorCode::INVALID_READ,
+          fmt::format("segment={}: a READ of {} ranges asks for more than the tier's {} bytes",
+                      name_, req.ranges_size(), capacity)));
+    }
+  }
   auto buf = std::make_shared<disk::AlignedBuffer>(total, tier_->alignment());
   std::vector<disk::DiskTier::ReadOp> ops;
   ops.reserve(req.ranges_size());
