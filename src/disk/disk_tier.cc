@@ -39,6 +39,10 @@ Status ValidateOptions(const DiskTierOptions& o) {
     return Status(ErrorCode::INVALID_PARAMS,
                   fmt::format("disk tier alignment {} is not a power of two >= 512", o.alignment));
   }
+  if (o.io_timeout.count() <= 0) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("disk tier io_timeout {} ms is not positive", o.io_timeout.count()));
+  }
   if (o.queue_depth == 0 || o.queue_depth > 4096) {
     return Status(ErrorCode::INVALID_PARAMS,
                   fmt::format("disk tier queue depth {} is not in [1, 4096]", o.queue_depth));
@@ -210,6 +214,7 @@ DiskTier::DiskTier(const DiskTierOptions& options, int fd, bool direct)
       alignment_(options.alignment),
       fd_(fd),
       direct_(direct),
+      io_timeout_(options.io_timeout),
       allocator_(options.size, options.alignment) {}
 
 DiskTier::~DiskTier() { ::close(fd_); }
@@ -260,7 +265,8 @@ void DiskTier::NoteIoError(const Status& st) {
   }
 }
 
-std::vector<Result<DiskObject>> DiskTier::Write(std::span<const WriteItem> items) {
+std::vector<Result<DiskObject>> DiskTier::Write(std::span<const WriteItem> items,
+                                                std::shared_ptr<const void> pin) {
   std::vector<Result<DiskObject>> out;
   out.reserve(items.size());
   std::vector<IoOp> ops;
@@ -298,7 +304,8 @@ std::vector<Result<DiskObject>> DiskTier::Write(std::span<const WriteItem> items
   }
   if (ops.empty()) return out;
   uint64_t start = NowNs();
-  Status st = writes_->Run(fd_, ops, "disk tier data file");
+  Status st =
+      writes_->Run(fd_, ops, "disk tier data file", DeadlineAfter(io_timeout_), std::move(pin));
   if (st.ok() && ::fdatasync(fd_) != 0) {
     st = Status(ErrorCode::FILE_WRITE_FAIL,
                 fmt::format("fdatasync {}/kvpool-disk.data: {}", dir_, strerror(errno)));
@@ -374,7 +381,7 @@ std::optional<DiskObject> DiskTier::Find(uint64_t offset, uint64_t length) const
   return it->second.obj;
 }
 
-Status DiskTier::Read(std::span<const ReadOp> ops) {
+Status DiskTier::Read(std::span<const ReadOp> ops, std::shared_ptr<const void> pin) {
   std::vector<IoOp> io;
   io.reserve(ops.size());
   std::vector<std::pair<std::string, uint64_t>> expect;  // key, checksum per op
@@ -395,7 +402,7 @@ Status DiskTier::Read(std::span<const ReadOp> ops) {
   }
   uint64_t start = NowNs();
   UringQueue& ring = *reads_[next_read_ring_.fetch_add(1, std::memory_order_relaxed) % kReadRings];
-  Status st = ring.Run(fd_, io, "disk tier data file");
+  Status st = ring.Run(fd_, io, "disk tier data file", DeadlineAfter(io_timeout_), std::move(pin));
   read_ns_.fetch_add(NowNs() - start, std::memory_order_relaxed);
   if (!st.ok()) {
     NoteIoError(st);

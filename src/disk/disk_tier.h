@@ -20,6 +20,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -44,6 +45,9 @@ struct DiskTierOptions {
   uint32_t queue_depth = 32;  // io_uring ops in flight per ring
   uint64_t alignment = 4096;  // allocation unit and O_DIRECT alignment (power of two)
   bool direct_io = true;      // try O_DIRECT (falls back when the file system refuses it)
+  // Longest one Read() or Write() batch waits for the disk (then its I/O is cancelled and the
+  // batch fails: a hung disk must not hold a data server thread or shutdown).
+  std::chrono::milliseconds io_timeout{5000};
 };
 
 struct DiskObject {
@@ -101,6 +105,8 @@ class DiskTier {
   uint64_t alignment() const { return alignment_; }
   uint64_t Reserved(uint64_t size) const { return (size + alignment_ - 1) & ~(alignment_ - 1); }
   const std::string& dir() const { return dir_; }
+  // Bytes of the data file objects may take (fixed at Open: read without the lock).
+  uint64_t capacity() const { return allocator_.capacity(); }
 
   // The listed objects, ascending by offset (after Open: those the index kept).
   std::vector<DiskObject> Objects() const;
@@ -113,9 +119,12 @@ class DiskTier {
     uint64_t checksum = 0;  // of the `size` bytes; must not be 0
   };
   // Writes the items, makes them durable and lists them. One result per item: the listed
-  // object, NO_AVAILABLE_HANDLE (no room: evict and retry), FILE_WRITE_FAIL (I/O error; nothing
-  // listed), INVALID_PARAMS (size 0, checksum 0, empty key, key listed already).
-  std::vector<Result<DiskObject>> Write(std::span<const WriteItem> items);
+  // object, NO_AVAILABLE_HANDLE (no room: evict and retry), FILE_WRITE_FAIL (I/O error or
+  // io_timeout passed; nothing listed), INVALID_PARAMS (size 0, checksum 0, empty key, key
+  // listed already). `pin` owns the items' bytes (see UringQueue::Run: kept should the disk
+  // hang for good; empty: the caller keeps them valid for the tier's lifetime).
+  std::vector<Result<DiskObject>> Write(std::span<const WriteItem> items,
+                                        std::shared_ptr<const void> pin = {});
 
   // Up to `n` listed objects, least recently used (written or read) first. Lists nothing new.
   std::vector<DiskObject> LruVictims(size_t n) const;
@@ -135,8 +144,9 @@ class DiskTier {
   };
   // Reads listed objects and checks each against its checksum (touching the LRU).
   // Errors (the first, naming key and offset): INVALID_READ (no object listed at offset with
-  // that size); CHECKSUM_MISMATCH; FILE_READ_FAIL.
-  Status Read(std::span<const ReadOp> ops);
+  // that size); CHECKSUM_MISMATCH; FILE_READ_FAIL (I/O error, or io_timeout passed). `pin`
+  // owns the dst buffers, as for Write.
+  Status Read(std::span<const ReadOp> ops, std::shared_ptr<const void> pin = {});
   // The listed object at `offset` with `length` bytes, if any.
   std::optional<DiskObject> Find(uint64_t offset, uint64_t length) const;
 
@@ -158,6 +168,7 @@ class DiskTier {
   const uint64_t alignment_;
   const int fd_;
   const bool direct_;
+  const std::chrono::milliseconds io_timeout_;
   // Reads come from several data server threads at once, each request a few ranges: one ring
   // each (picked in turn) keeps their I/O in flight together instead of one request's at a time.
   static constexpr size_t kReadRings = 4;

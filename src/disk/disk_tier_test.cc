@@ -4,13 +4,16 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "common/checksum.h"
+#include "disk/uring_queue.h"
 
 namespace kvpool::disk {
 namespace {
@@ -87,6 +90,39 @@ TEST(DiskTierTest, WritesAndReadsBackExactBytes) {
   DiskObject bogus = objs[0];
   bogus.size -= 1;
   EXPECT_EQ(ReadOne(*t, bogus).code(), ErrorCode::INVALID_READ);
+}
+
+// A read that never completes (an empty pipe stands in for a hung disk) ends at its deadline
+// with FILE_READ_FAIL instead of holding its thread for good, and the ring serves on.
+TEST(UringQueueTest, HungReadIsCancelledAtItsDeadline) {
+  auto q = UringQueue::Create(4);
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  std::vector<uint8_t> buf(4096);
+  IoOp op{false, 0, buf.data(), buf.size()};
+  auto start = std::chrono::steady_clock::now();
+  auto run = std::async(std::launch::async, [&] {
+    return (*q)->Run(p[0], std::span(&op, 1), "pipe",
+                     DeadlineAfter(std::chrono::milliseconds(200)));
+  });
+  if (run.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+    ASSERT_EQ(::write(p[1], buf.data(), buf.size()), 4096);  // frees the stuck thread
+    run.wait();
+    FAIL() << "Run() waited past its deadline for I/O that never completed";
+  }
+  Status st = run.get();
+  EXPECT_EQ(st.code(), ErrorCode::FILE_READ_FAIL);
+  EXPECT_NE(st.message().find("not done after"), std::string::npos) << st.message();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  // Not wedged: the cancelled read ended, so the next batch runs.
+  std::vector<uint8_t> sent = Bytes(4096, 7);
+  ASSERT_EQ(::write(p[1], sent.data(), sent.size()), 4096);
+  st = (*q)->Run(p[0], std::span(&op, 1), "pipe", DeadlineAfter(std::chrono::seconds(5)));
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(buf, sent);
+  ::close(p[0]);
+  ::close(p[1]);
 }
 
 TEST(DiskTierTest, ReopenReadoptsListedObjectsAndNotFreedOnes) {

@@ -5,18 +5,29 @@
 // when every operation finished (or the first error, after reaping what was in flight, so no
 // completion ever lands in a buffer the caller has freed).
 //
+// Deadline: a disk that stops answering must not hold the caller (a data server thread, the
+// offloader that shutdown joins) forever. When the deadline passes, Run() cancels what is in
+// flight and waits up to kCancelGrace for those to end. Should some never end (I/O the device
+// holds cannot always be cancelled), the ring is wedged: Run() returns anyway, keeps `pin` (the
+// owner of the batch's buffers) for good so a late completion never lands in reused memory,
+// and refuses every later batch.
+//
 // Threading: thread-safe; Run() calls are serialised on the ring's mutex (callers wanting
 // parallel I/O use one queue each). Errors: FILE_READ_FAIL / FILE_WRITE_FAIL naming the
-// offset, length and errno; INTERNAL_ERROR when the ring cannot be set up.
+// offset, length and errno, or the deadline that passed, or a wedged ring; INTERNAL_ERROR when
+// the ring cannot be set up.
 #pragma once
 
 #include <liburing.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <span>
+#include <vector>
 
+#include "common/time.h"
 #include "kvpool/status.h"
 
 namespace kvpool::disk {
@@ -36,16 +47,26 @@ class UringQueue {
   UringQueue(const UringQueue&) = delete;
   UringQueue& operator=(const UringQueue&) = delete;
 
+  // How long Run() waits, after cancelling at the deadline, for the cancelled ops to end.
+  static constexpr std::chrono::seconds kCancelGrace{1};
+
   uint32_t depth() const { return depth_; }
-  // Performs every op on `fd` (a read that hits end of file is an error). `what` names the
-  // file in error messages.
-  Status Run(int fd, std::span<const IoOp> ops, const char* what);
+  // Performs every op on `fd` (a read that hits end of file is an error) by `deadline`. `what`
+  // names the file in error messages. `pin` owns the ops' buffers (empty: the caller keeps
+  // them valid for the queue's lifetime); it is kept only if the ring wedges.
+  Status Run(int fd, std::span<const IoOp> ops, const char* what, Deadline deadline,
+             std::shared_ptr<const void> pin = {});
 
  private:
   explicit UringQueue(uint32_t depth) : depth_(depth) {}
+  // Marks the ring unusable; `pin`'s buffers may still be written by the kernel.
+  void Wedge(std::shared_ptr<const void> pin);
+
   const uint32_t depth_;
   std::mutex mu_;
-  io_uring ring_{};  // guarded by mu_
+  io_uring ring_{};                                     // guarded by mu_
+  bool wedged_ = false;                                 // guarded by mu_
+  std::vector<std::shared_ptr<const void>> abandoned_;  // guarded by mu_; never freed
 };
 
 }  // namespace kvpool::disk

@@ -33,6 +33,19 @@ uint64_t Evictor::CountedBytes(const Object& o, const Pass& pass) const {
   return per_replica * dram;
 }
 
+ObjectPtr WithReplicas(const Object& o, std::span<const ReplicaRef> replicas) {
+  ObjectPtr c = Object::Create(o.key(), o.size, replicas);
+  c->checksum = o.checksum;
+  c->stamp_ns = o.stamp_ns;
+  c->set_last_access_ns(o.last_access_ns());
+  c->writer = o.writer;
+  c->state = o.state;
+  uint8_t flags = o.flags & (kSoftPin | kHardPin | kAsked);
+  if ((o.flags & kSoftPinExpires) != 0) flags &= static_cast<uint8_t>(~kSoftPin);
+  c->flags = flags;
+  return c;
+}
+
 bool Evictor::EvictObject(ObjectTable::Shard& shard, Object* o) {
   if (!HasTier(o->replicas(), kTierDisk)) {
     for (const ReplicaRef& rep : o->replicas()) registry_->Free(rep, o->size);
@@ -51,15 +64,8 @@ bool Evictor::EvictObject(ObjectTable::Shard& shard, Object* o) {
       kept[n++] = rep;
     }
   }
-  ObjectPtr d = Object::Create(o->key(), o->size, std::span<const ReplicaRef>(kept.data(), n));
-  d->checksum = o->checksum;
+  ObjectPtr d = WithReplicas(*o, std::span<const ReplicaRef>(kept.data(), n));
   d->stamp_ns = 0;  // not leased (candidates never are)
-  d->set_last_access_ns(o->last_access_ns());
-  d->writer = o->writer;
-  d->state = o->state;
-  uint8_t flags = o->flags & (kSoftPin | kHardPin | kAsked);
-  if ((o->flags & kSoftPinExpires) != 0) flags &= static_cast<uint8_t>(~kSoftPin);
-  d->flags = flags;
   shard.Erase(o);
   shard.Insert(std::move(d));
   demoted_total_.fetch_add(1, std::memory_order_relaxed);

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,13 @@
 #include "master/segment_registry.h"
 
 namespace kvpool::master {
+
+// A copy of `o` (key, size, checksum, lease stamp, last access, writer, state, pins) on
+// `replicas` instead of its own, for the caller to Erase `o` and Insert in its place: how
+// demotion and the disk tier's adds and drops change an object's replicas. Erase forgets
+// group membership and a soft pin's expiry, so the copy has neither: an expiring soft pin
+// lapses now.
+ObjectPtr WithReplicas(const Object& o, std::span<const ReplicaRef> replicas);
 
 struct EvictionResult {
   uint64_t objects = 0;  // objects removed

@@ -18,7 +18,8 @@ Result<rpc::CodesReply> MasterCore::TierUpdate(const rpc::TierUpdate& req, TimeP
     return Status(ErrorCode::INVALID_PARAMS, "tier update: client_id is empty");
   }
   clients_.Touch(req.client_id(), now, /*make_known=*/false);
-  auto seg = registry_.DiskSegment(req.segment_name(), req.client_id());
+  uint64_t capacity = 0;
+  auto seg = registry_.DiskSegment(req.segment_name(), req.client_id(), &capacity);
   if (!seg.ok()) return seg.status();
   const int64_t now_ns = ToNanos(now);
   rpc::CodesReply reply;
@@ -26,6 +27,10 @@ Result<rpc::CodesReply> MasterCore::TierUpdate(const rpc::TierUpdate& req, TimeP
     ErrorCode code;
     if (!ValidateKey(so.key()).ok()) {
       code = ErrorCode::INVALID_KEY;
+    } else if (add && !registry_.RangeFits(capacity, so.offset(), so.size())) {
+      // A range outside the disk segment would send readers (and a later FREE) to bytes the
+      // tier does not hold: never listed.
+      code = ErrorCode::INVALID_PARAMS;
     } else {
       auto shard = table_.Lock(so.key());
       code = add ? AddDiskReplica(*shard, so, *seg) : DropDiskReplica(*shard, so, *seg, now_ns);
@@ -54,16 +59,7 @@ ErrorCode MasterCore::AddDiskReplica(ObjectTable::Shard& shard, const rpc::Store
   size_t n = 0;
   for (const ReplicaRef& r : o->replicas()) refs[n++] = r;
   refs[n++] = ReplicaRef{segment_id, so.offset(), 0, kTierDisk};
-  ObjectPtr merged = Object::Create(o->key(), o->size, std::span<const ReplicaRef>(refs.data(), n));
-  merged->checksum = o->checksum;
-  merged->stamp_ns = o->stamp_ns;
-  merged->set_last_access_ns(o->last_access_ns());
-  merged->writer = o->writer;
-  merged->state = o->state;
-  // Erase forgets group membership and a soft pin's expiry: an expiring soft pin lapses now.
-  uint8_t flags = o->flags & (kSoftPin | kHardPin | kAsked);
-  if ((o->flags & kSoftPinExpires) != 0) flags &= static_cast<uint8_t>(~kSoftPin);
-  merged->flags = flags;
+  ObjectPtr merged = WithReplicas(*o, std::span<const ReplicaRef>(refs.data(), n));
   shard.Erase(o);
   shard.Insert(std::move(merged));
   registry_.CountDiskReplica(segment_id, so.size(), /*added=*/true);
@@ -93,15 +89,7 @@ ErrorCode MasterCore::DropDiskReplica(ObjectTable::Shard& shard, const rpc::Stor
     shard.Erase(o);  // its only copy: the object is gone
     return ErrorCode::OK;
   }
-  ObjectPtr rest = Object::Create(o->key(), o->size, std::span<const ReplicaRef>(kept.data(), n));
-  rest->checksum = o->checksum;
-  rest->stamp_ns = o->stamp_ns;
-  rest->set_last_access_ns(o->last_access_ns());
-  rest->writer = o->writer;
-  rest->state = o->state;
-  uint8_t flags = o->flags & (kSoftPin | kHardPin | kAsked);
-  if ((o->flags & kSoftPinExpires) != 0) flags &= static_cast<uint8_t>(~kSoftPin);
-  rest->flags = flags;
+  ObjectPtr rest = WithReplicas(*o, std::span<const ReplicaRef>(kept.data(), n));
   shard.Erase(o);
   shard.Insert(std::move(rest));
   return ErrorCode::OK;

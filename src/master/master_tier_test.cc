@@ -148,6 +148,21 @@ TEST_F(TierTest, AddsThatCannotBeTrustedAreRefused) {
   EXPECT_EQ(core_.TierUpdate(u, kT0).code(), ErrorCode::SEGMENT_NOT_FOUND);
 }
 
+TEST_F(TierTest, AddsOutsideTheDiskSegmentAreRefused) {
+  PutSummed("a", 5);
+  const uint64_t cap = 4 * kSeg;
+  auto c = Update({Obj("a", cap, 5), Obj("a", cap - kTierObj / 2, 5),
+                   Obj("a", ~uint64_t{0} - 63, 5), Obj("a", 100, 5), Obj("a", cap - kTierObj, 5)});
+  EXPECT_EQ(Code(c.codes(0)), ErrorCode::INVALID_PARAMS);  // at the end
+  EXPECT_EQ(Code(c.codes(1)), ErrorCode::INVALID_PARAMS);  // runs past the end
+  EXPECT_EQ(Code(c.codes(2)), ErrorCode::INVALID_PARAMS);  // offset + size wraps around
+  EXPECT_EQ(Code(c.codes(3)), ErrorCode::INVALID_PARAMS);  // not aligned
+  EXPECT_EQ(Code(c.codes(4)), ErrorCode::OK);              // the last range that fits
+  rpc::ObjectLocation loc = Get1("a", kT0, /*no_lease=*/true);
+  ASSERT_EQ(loc.replicas_size(), 2);
+  EXPECT_EQ(loc.replicas(1).offset(), cap - kTierObj);
+}
+
 TEST_F(TierTest, DropsUnlistTheDiskReplicaUnlessARead) {
   PutSummed("a", 5);
   PutSummed("b", 6);

@@ -309,11 +309,8 @@ std::vector<std::optional<uint32_t>> SegmentRegistry::Restore(
   size_t restored = 0;
   for (size_t i = 0; i < ranges.size(); ++i) {
     const RestoredRange& r = ranges[i];
-    uint64_t reserved = Reserved(r.size);
-    if (r.offset < cursor || r.offset % alignment_ != 0 || r.size == 0 ||
-        r.offset + reserved > s.capacity || r.offset + reserved < r.offset) {
-      continue;
-    }
+    if (r.offset < cursor || !RangeFits(s.capacity, r.offset, r.size)) continue;
+    const uint64_t reserved = Reserved(r.size);
     if (r.offset > cursor) {
       auto filler = s.allocator.Allocate(r.offset - cursor);
       if (!filler || filler->offset != cursor) {
@@ -376,8 +373,8 @@ PoolUsage SegmentRegistry::Usage() const {
   return u;
 }
 
-Result<uint64_t> SegmentRegistry::DiskSegment(std::string_view name,
-                                              std::string_view client_id) const {
+Result<uint64_t> SegmentRegistry::DiskSegment(std::string_view name, std::string_view client_id,
+                                              uint64_t* capacity) const {
   std::shared_lock lock(map_mu_);
   auto it = by_name_.find(std::string(name));
   if (it == by_name_.end()) {
@@ -388,6 +385,7 @@ Result<uint64_t> SegmentRegistry::DiskSegment(std::string_view name,
         ErrorCode::ILLEGAL_CLIENT,
         fmt::format("segment={} is not a disk tier mounted by client={}", name, client_id));
   }
+  if (capacity != nullptr) *capacity = it->second->capacity;
   return it->second->id;
 }
 

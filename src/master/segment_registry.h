@@ -163,9 +163,18 @@ class SegmentRegistry {
                                                std::span<const RestoredRange> ranges);
 
   // ---- Disk tiers (master_tier.cc) ----
-  // The id of disk segment `name` mounted by `client_id`.
+  // The id of disk segment `name` mounted by `client_id`; `*capacity` (if not null) gets its
+  // usable bytes, the bound for the ranges its host reports.
   // Errors: SEGMENT_NOT_FOUND; ILLEGAL_CLIENT (another client's, or not a disk tier).
-  Result<uint64_t> DiskSegment(std::string_view name, std::string_view client_id) const;
+  Result<uint64_t> DiskSegment(std::string_view name, std::string_view client_id,
+                               uint64_t* capacity = nullptr) const;
+  // True when a replica of `size` bytes at `offset` lies inside a segment of `capacity` bytes
+  // at an aligned offset (the check Restore makes of a host's ranges).
+  bool RangeFits(uint64_t capacity, uint64_t offset, uint64_t size) const {
+    const uint64_t reserved = Reserved(size);
+    return size != 0 && offset % alignment_ == 0 && reserved >= size && offset <= capacity &&
+           reserved <= capacity - offset;
+  }
   // Counts a replica its host placed on disk segment `segment_id` (added) or dropped itself.
   void CountDiskReplica(uint64_t segment_id, uint64_t object_size, bool added);
   // The tier of segment `segment_id` (kTierDram for a stale id).

@@ -164,7 +164,7 @@ void DiskHost::OffloadBatch(std::vector<Pending> batch) {
   if (mem == nullptr) return;
   uint64_t total = 0;
   for (const Pending& p : batch) total += tier_->Reserved(p.size);
-  disk::AlignedBuffer buf(total, tier_->alignment());
+  auto buf = std::make_shared<disk::AlignedBuffer>(total, tier_->alignment());
   std::vector<disk::DiskTier::WriteItem> items;
   items.reserve(batch.size());
   uint64_t pos = 0;
@@ -173,7 +173,7 @@ void DiskHost::OffloadBatch(std::vector<Pending> batch) {
       skipped_.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
-    uint8_t* at = buf.data() + pos;
+    uint8_t* at = buf->data() + pos;
     memcpy(at, mem->base() + p.offset, p.size);
     // The copy, not the DRAM range, is checked: what is written is what was verified.
     if (ChecksumOf(at, p.size) != p.checksum) {
@@ -184,7 +184,7 @@ void DiskHost::OffloadBatch(std::vector<Pending> batch) {
     pos += tier_->Reserved(p.size);
   }
   if (items.empty()) return;
-  auto results = tier_->Write(items);
+  auto results = tier_->Write(items, buf);
   std::vector<disk::DiskObject> written;
   std::vector<disk::DiskTier::WriteItem> no_room;
   uint64_t need = 0;
@@ -200,7 +200,7 @@ void DiskHost::OffloadBatch(std::vector<Pending> batch) {
   }
   if (!no_room.empty()) {
     MakeRoom(need);
-    for (auto& r : tier_->Write(no_room)) {
+    for (auto& r : tier_->Write(no_room, buf)) {
       if (r.ok()) {
         written.push_back(std::move(r).value());
       } else {
@@ -319,8 +319,26 @@ std::optional<rpc::Reply> DiskHost::Read(const rpc::DataRequest& req) {
                            "{:016x}): its host restarted",
                            name_, req.segment_incarnation(), incarnation_)));
   }
+  // The ranges come from the wire: each must name a listed object (which bounds its length),
+  // and all of them together at most the tier's size, before they size the buffer.
   uint64_t total = 0;
-  for (const rpc::Range& r : req.ranges()) total += tier_->Reserved(r.length());
+  const uint64_t capacity = tier_->capacity();
+  for (const rpc::Range& r : req.ranges()) {
+    if (!tier_->Find(r.offset(), r.length())) {
+      read_failures_.fetch_add(1, std::memory_order_relaxed);
+      return rpc::Reply::Error(Status(ErrorCode::INVALID_READ,
+                                      fmt::format("segment={}: no object of {} bytes at offset {}",
+                                                  name_, r.length(), r.offset())));
+    }
+    total += tier_->Reserved(r.length());
+    if (total > capacity) {
+      read_failures_.fetch_add(1, std::memory_order_relaxed);
+      return rpc::Reply::Error(Status(
+          ErrorCode::INVALID_READ,
+          fmt::format("segment={}: a READ of {} ranges asks for more than the tier's {} bytes",
+                      name_, req.ranges_size(), capacity)));
+    }
+  }
   auto buf = std::make_shared<disk::AlignedBuffer>(total, tier_->alignment());
   std::vector<disk::DiskTier::ReadOp> ops;
   ops.reserve(req.ranges_size());
@@ -329,7 +347,7 @@ std::optional<rpc::Reply> DiskHost::Read(const rpc::DataRequest& req) {
     ops.push_back(disk::DiskTier::ReadOp{r.offset(), r.length(), buf->data() + pos});
     pos += tier_->Reserved(r.length());
   }
-  Status st = tier_->Read(ops);
+  Status st = tier_->Read(ops, buf);
   if (!st.ok()) {
     read_failures_.fetch_add(1, std::memory_order_relaxed);
     return rpc::Reply::Error(st);

@@ -97,23 +97,33 @@ ClientOptions Quick() {
   return o;
 }
 
+// A pool of one node with `dram` of DRAM over a `disk` disk tier in a fresh directory, and a
+// client of it (null if it could not be set up).
+struct DiskPool {
+  DiskPool(const std::string& dram, const std::string& disk) : pool({"--client_ttl", "30"}) {
+    pool.AddNode(dram, {"--disk_path", dir.path(), "--disk_size", disk});
+    client = pool.NewClient(Quick());
+  }
+  DiskDir dir;  // outlives the pool
+  Pool pool;
+  std::unique_ptr<Client> client;
+};
+
 TEST(DiskTierTest, NodeWith128MbDramKeeps800MbReadableAndAcrossKill9) {
-  DiskDir dir;
-  Pool pool({"--client_ttl", "30"});
-  pool.AddNode("128MB", {"--disk_path", dir.path(), "--disk_size", "1GB"});
-  auto c = pool.NewClient(Quick());
-  ASSERT_NE(c, nullptr);
+  DiskPool p("128MB", "1GB");
+  ASSERT_NE(p.client, nullptr);
+  Client& c = *p.client;
   constexpr int kPages = 3200;  // 800 MB
   auto t0 = std::chrono::steady_clock::now();
-  ASSERT_EQ(PutPages(*c, 0, kPages), kPages);
+  ASSERT_EQ(PutPages(c, 0, kPages), kPages);
   double put_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  WaitForDiskReplicas(*c, kPages * 99 / 100, milliseconds(20000));
-  auto stat = c->Stat();
+  WaitForDiskReplicas(c, kPages * 99 / 100, milliseconds(20000));
+  auto stat = c.Stat();
   ASSERT_TRUE(stat.ok());
   EXPECT_LE(stat->used, stat->capacity);
   EXPECT_GT(stat->disk_capacity, 0u);
   t0 = std::chrono::steady_clock::now();
-  Counts before = GetPages(*c, 0, kPages);
+  Counts before = GetPages(c, 0, kPages);
   double get_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("put %.0f MB/s, get %.0f MB/s (disk replicas %llu)\n", kPages * 0.25 / put_s,
               kPages * 0.25 / get_s, static_cast<unsigned long long>(stat->disk_replicas));
@@ -121,12 +131,12 @@ TEST(DiskTierTest, NodeWith128MbDramKeeps800MbReadableAndAcrossKill9) {
   EXPECT_GE(before.exact, kPages * 99 / 100) << "failed=" << before.failed;
 
   // kill -9 and restart: the disk objects are listed again and read back exact.
-  Process& restarted = pool.RestartNode(0);
+  Process& restarted = p.pool.RestartNode(0);
   ASSERT_TRUE(restarted.WaitForLog("mounted disk segment=", milliseconds(20000)))
       << restarted.Log();
-  uint64_t relisted = WaitForDiskReplicas(*c, before.exact * 99 / 100, milliseconds(20000));
+  uint64_t relisted = WaitForDiskReplicas(c, before.exact * 99 / 100, milliseconds(20000));
   EXPECT_GE(relisted, static_cast<uint64_t>(before.exact) * 99 / 100);
-  Counts after = GetPages(*c, 0, kPages);
+  Counts after = GetPages(c, 0, kPages);
   std::printf("exact before restart %d/%d, after kill -9 and restart %d/%d (relisted %llu)\n",
               before.exact, kPages, after.exact, kPages, static_cast<unsigned long long>(relisted));
   EXPECT_EQ(after.wrong, 0);
@@ -134,18 +144,16 @@ TEST(DiskTierTest, NodeWith128MbDramKeeps800MbReadableAndAcrossKill9) {
 }
 
 TEST(DiskTierTest, FlippedBitOnDiskIsNeverServed) {
-  DiskDir dir;
-  Pool pool({"--client_ttl", "30"});
-  pool.AddNode("16MB", {"--disk_path", dir.path(), "--disk_size", "64MB"});
-  auto c = pool.NewClient(Quick());
-  ASSERT_NE(c, nullptr);
+  DiskPool p("16MB", "64MB");
+  ASSERT_NE(p.client, nullptr);
+  Client& c = *p.client;
   // 40 pages (10 MB) into 16 MB of DRAM, then 80 more: the first ones are on disk only.
-  ASSERT_EQ(PutPages(*c, 0, 40, 16), 40);
-  ASSERT_GE(WaitForDiskReplicas(*c, 40, milliseconds(10000)), 40u);
-  ASSERT_EQ(PutPages(*c, 40, 120, 16), 80);
-  WaitForDiskReplicas(*c, 120, milliseconds(10000));
+  ASSERT_EQ(PutPages(c, 0, 40, 16), 40);
+  ASSERT_GE(WaitForDiskReplicas(c, 40, milliseconds(10000)), 40u);
+  ASSERT_EQ(PutPages(c, 40, 120, 16), 80);
+  WaitForDiskReplicas(c, 120, milliseconds(10000));
   // Flip one bit in every page-sized slot of the data file's first 4 MB.
-  int fd = ::open((dir.path() + "/kvpool-disk.data").c_str(), O_RDWR);
+  int fd = ::open((p.dir.path() + "/kvpool-disk.data").c_str(), O_RDWR);
   ASSERT_GE(fd, 0);
   for (off_t at = 1000; at < (4 << 20); at += kPage) {
     uint8_t b = 0;
@@ -155,7 +163,7 @@ TEST(DiskTierTest, FlippedBitOnDiskIsNeverServed) {
   }
   ::fsync(fd);
   ::close(fd);
-  Counts n = GetPages(*c, 0, 120);
+  Counts n = GetPages(c, 0, 120);
   EXPECT_EQ(n.wrong, 0);
   EXPECT_GT(n.failed, 0) << "the flipped pages must fail (CHECKSUM_MISMATCH), not read back";
   EXPECT_GT(n.exact, 0);
@@ -165,11 +173,9 @@ TEST(DiskTierTest, FlippedBitOnDiskIsNeverServed) {
 // the node's queue depth on the same file system in the same run (docs/benchmarks.md, "Disk
 // tier"). Prints both; asserts exact bytes only (the figure depends on the machine's load).
 TEST(DiskTierTest, DiskReadThroughputAgainstFio) {
-  DiskDir dir;
-  Pool pool({"--client_ttl", "30"});
-  pool.AddNode("16MB", {"--disk_path", dir.path(), "--disk_size", "512MB"});
-  auto c = pool.NewClient(Quick());
-  ASSERT_NE(c, nullptr);
+  DiskPool p("16MB", "512MB");
+  ASSERT_NE(p.client, nullptr);
+  Client& c = *p.client;
   constexpr size_t kMiB = 1 << 20;
   constexpr int kObjects = 256;
   auto key = [](int i) { return "mib-" + std::to_string(i); };
@@ -182,15 +188,14 @@ TEST(DiskTierTest, DiskReadThroughputAgainstFio) {
       values.push_back(ObjectBytes(keys.back(), 1, kMiB));
     }
     for (const auto& v : values) spans.emplace_back(v);
-    for (const Status& st : c->BatchPut(keys, spans, ReplicateConfig{})) ASSERT_TRUE(st.ok());
+    for (const Status& st : c.BatchPut(keys, spans, ReplicateConfig{})) ASSERT_TRUE(st.ok());
     // 16 MB of DRAM holds two batches: let the offload catch up (this test measures reads).
-    WaitForDiskReplicas(*c, static_cast<uint64_t>(b + 8), milliseconds(5000));
+    WaitForDiskReplicas(c, static_cast<uint64_t>(b + 8), milliseconds(5000));
   }
-  ASSERT_GE(WaitForDiskReplicas(*c, kObjects, milliseconds(20000)),
-            static_cast<uint64_t>(kObjects));
+  ASSERT_GE(WaitForDiskReplicas(c, kObjects, milliseconds(20000)), static_cast<uint64_t>(kObjects));
   // Buffers registered once, read into with BatchGetInto (the engines' zero-copy call).
   std::vector<uint8_t> dst(128 * kMiB);
-  ASSERT_TRUE(c->RegisterBuffer(dst.data(), dst.size()).ok());
+  ASSERT_TRUE(c.RegisterBuffer(dst.data(), dst.size()).ok());
   int wrong = 0;
   uint64_t bytes = 0;
   auto t0 = std::chrono::steady_clock::now();
@@ -204,7 +209,7 @@ TEST(DiskTierTest, DiskReadThroughputAgainstFio) {
         ptrs.push_back(dst.data() + (i - b) * kMiB);
         sizes.push_back(kMiB);
       }
-      auto got = c->BatchGetInto(keys, ptrs, sizes);
+      auto got = c.BatchGetInto(keys, ptrs, sizes);
       for (size_t k = 0; k < keys.size(); ++k) {
         ASSERT_TRUE(got[k].ok()) << keys[k] << ": " << got[k].status().ToString();
         bytes += kMiB;
@@ -219,7 +224,7 @@ TEST(DiskTierTest, DiskReadThroughputAgainstFio) {
   double ours = static_cast<double>(bytes) / s / 1e6;
   auto fio = RunCommand(
       "/usr/bin/fio",
-      {"--name=randread", "--directory=" + dir.path(), "--filename=fio.dat", "--size=256M",
+      {"--name=randread", "--directory=" + p.dir.path(), "--filename=fio.dat", "--size=256M",
        "--rw=randread", "--bs=1M", "--direct=1", "--ioengine=io_uring", "--iodepth=32",
        "--runtime=2", "--time_based", "--output-format=terse", "--terse-version=3"},
       std::chrono::seconds(60));
@@ -245,16 +250,14 @@ TEST(DiskTierTest, DiskReadThroughputAgainstFio) {
 // kill -9 while the offloader is writing: after the restart nothing half-written is served
 // (every object read back is exact; those whose copy had not become durable are missing).
 TEST(DiskTierTest, Kill9DuringOffloadServesNoHalfWrittenObject) {
-  DiskDir dir;
-  Pool pool({"--client_ttl", "30"});
-  pool.AddNode("32MB", {"--disk_path", dir.path(), "--disk_size", "256MB"});
-  auto c = pool.NewClient(Quick());
-  ASSERT_NE(c, nullptr);
-  ASSERT_EQ(PutPages(*c, 0, 400, 64), 400);  // 100 MB: the offloader is busy when we kill
-  Process& restarted = pool.RestartNode(0);  // SIGKILL, then start again
+  DiskPool p("32MB", "256MB");
+  ASSERT_NE(p.client, nullptr);
+  Client& c = *p.client;
+  ASSERT_EQ(PutPages(c, 0, 400, 64), 400);     // 100 MB: the offloader is busy when we kill
+  Process& restarted = p.pool.RestartNode(0);  // SIGKILL, then start again
   ASSERT_TRUE(restarted.WaitForLog("mounted disk segment=", milliseconds(20000)))
       << restarted.Log();
-  Counts n = GetPages(*c, 0, 400);
+  Counts n = GetPages(c, 0, 400);
   std::printf("after kill -9 mid-offload: %d exact, %d missing, %d wrong\n", n.exact, n.failed,
               n.wrong);
   EXPECT_EQ(n.wrong, 0);
@@ -263,15 +266,13 @@ TEST(DiskTierTest, Kill9DuringOffloadServesNoHalfWrittenObject) {
 
 // A standalone client attached to the node reads objects that are only on the node's disk.
 TEST(DiskTierTest, StandaloneClientReadsDiskObjectsThroughItsNode) {
-  DiskDir dir;
-  Pool pool({"--client_ttl", "30"});
-  pool.AddNode("16MB", {"--disk_path", dir.path(), "--disk_size", "64MB"});
-  auto c = pool.NewClient(Quick());
-  ASSERT_NE(c, nullptr);
-  ASSERT_EQ(PutPages(*c, 0, 100, 16), 100);  // 25 MB into 16 MB of DRAM
-  ASSERT_GE(WaitForDiskReplicas(*c, 100, milliseconds(10000)), 100u);
+  DiskPool p("16MB", "64MB");
+  ASSERT_NE(p.client, nullptr);
+  Client& c = *p.client;
+  ASSERT_EQ(PutPages(c, 0, 100, 16), 100);  // 25 MB into 16 MB of DRAM
+  ASSERT_GE(WaitForDiskReplicas(c, 100, milliseconds(10000)), 100u);
   StandaloneOptions so;
-  so.server_address = pool.node_segment(0);
+  so.server_address = p.pool.node_segment(0);
   so.rpc_timeout = milliseconds(3000);
   so.transfer_timeout = milliseconds(10000);
   auto local = Client::SetupStandalone(so);
