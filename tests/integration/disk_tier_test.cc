@@ -284,7 +284,7 @@ TEST(DiskTierTest, StandaloneClientReadsDiskObjectsThroughItsNode) {
   ASSERT_EQ(e.size(), 2u);
   EXPECT_EQ(e[0].ok() && *e[0], true);
   // Its stat shows the disk tier as the embedded client's does.
-  auto embedded = c->Stat();
+  auto embedded = c.Stat();
   auto standalone = (*local)->Stat();
   ASSERT_TRUE(embedded.ok() && standalone.ok());
   EXPECT_EQ(standalone->disk_capacity, embedded->disk_capacity);
