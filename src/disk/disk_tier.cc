@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <thread>
 
 #include "common/checksum.h"
 
@@ -48,6 +49,27 @@ Status ValidateOptions(const DiskTierOptions& o) {
                   fmt::format("disk tier queue depth {} is not in [1, 4096]", o.queue_depth));
   }
   return Status::Ok();
+}
+
+// Takes the exclusive lock on `fd`, retrying until `wait` has passed (see
+// DiskTierOptions::lock_wait for why a lock can outlive its owner by a moment).
+bool LockWithin(int fd, const std::string& path, std::chrono::milliseconds wait) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  bool told = false;
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) return false;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    if (!told) {
+      spdlog::warn(
+          "{} is locked by another process; waiting up to {} ms for it (a node killed "
+          "mid-I/O holds it until the kernel has finished that I/O)",
+          path, wait.count());
+      told = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (told) spdlog::info("{} is ours now", path);
+  return true;
 }
 
 Status CheckDir(const std::string& dir) {
@@ -164,12 +186,12 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const DiskTierOptions& options)
   bool direct = false;
   auto fd = OpenData(data_path, options.direct_io, &direct);
   if (!fd.ok()) return fd.status();
-  if (::flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+  if (!LockWithin(*fd, data_path, options.lock_wait)) {
     ::close(*fd);
     return Status(ErrorCode::FILE_OPEN_FAIL,
-                  fmt::format("disk path {} is in use by another process (its {} is locked): "
-                              "give each node its own --disk_path",
-                              options.dir, data_path));
+                  fmt::format("disk path {} is in use by another process (its {} stayed locked "
+                              "for {} ms): give each node its own --disk_path",
+                              options.dir, data_path, options.lock_wait.count()));
   }
   Status st = Preallocate(*fd, options.dir, data_path, options.size);
   if (!st.ok()) {

@@ -48,6 +48,12 @@ struct DiskTierOptions {
   // Longest one Read() or Write() batch waits for the disk (then its I/O is cancelled and the
   // batch fails: a hung disk must not hold a data server thread or shutdown).
   std::chrono::milliseconds io_timeout{5000};
+  // Longest Open() waits for the data file's lock before it reports the path in use. A node
+  // killed with io_uring I/O in flight keeps the lock after it is gone: its rings hold the file
+  // until the kernel has finished or cancelled that I/O, so a restart right after kill -9 can
+  // find it still locked. Waiting covers that, and keeps the restarted node from reading the
+  // file while the dead one's writes still land; a second live owner is still refused.
+  std::chrono::milliseconds lock_wait{10000};
 };
 
 struct DiskObject {

@@ -10,6 +10,7 @@
 #include <future>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/checksum.h"
@@ -258,9 +259,28 @@ TEST(DiskTierTest, BadPathsAndSizesAreClearErrors) {
   EXPECT_EQ(DiskTier::Open(DiskTierOptions{dir.path(), 1000}).code(), ErrorCode::INVALID_PARAMS);
   auto first = MustOpen(dir.path());
   ASSERT_TRUE(first);
-  auto second = DiskTier::Open(DiskTierOptions{dir.path(), 8 * kMiB});
+  DiskTierOptions again{dir.path(), 8 * kMiB};
+  again.lock_wait = std::chrono::milliseconds(50);
+  auto second = DiskTier::Open(again);
   EXPECT_EQ(second.code(), ErrorCode::FILE_OPEN_FAIL);
   EXPECT_NE(second.status().message().find("in use"), std::string::npos);
+}
+
+// The lock of an owner that lets go within lock_wait (as a node killed mid-I/O does once the
+// kernel has drained its rings) is taken, not reported as in use.
+TEST(DiskTierTest, OpenWaitsForALockReleasedWithinLockWait) {
+  TempDir dir;
+  auto first = MustOpen(dir.path());
+  ASSERT_TRUE(first);
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    first.reset();
+  });
+  DiskTierOptions o{dir.path(), 8 * kMiB};
+  o.lock_wait = std::chrono::milliseconds(10000);
+  auto second = DiskTier::Open(o);
+  release.join();
+  EXPECT_TRUE(second.ok()) << second.status().ToString();
 }
 
 // tmpfs takes O_DIRECT on recent kernels (6.6+) and refuses it on older ones: either way the
