@@ -225,11 +225,27 @@ void MasterClient::ReleaseLease(uint64_t lease_id) {
   if (was_empty) release_cv_.notify_all();
 }
 
-void MasterClient::TakeReleases(google::protobuf::RepeatedField<uint64_t>* out) {
-  std::lock_guard lock(release_mu_);
-  if (releases_.empty()) return;
+bool MasterClient::TakeReleases(google::protobuf::RepeatedField<uint64_t>* out, ReleaseOrder order,
+                                Deadline deadline) {
+  std::unique_lock lock(release_mu_);
+  if (order == ReleaseOrder::kAfterReleasesInFlight && requests_releasing_ > 0) {
+    releasing_done_cv_.wait_until(lock, std::min(deadline, Clock::now() + kReleaseOrderWait),
+                                  [&] { return requests_releasing_ == 0; });
+  }
+  if (releases_.empty()) return false;
   out->Add(releases_.begin(), releases_.end());
   releases_.clear();
+  ++requests_releasing_;
+  return true;
+}
+
+void MasterClient::ReleasesAnswered() {
+  bool none_left;
+  {
+    std::lock_guard lock(release_mu_);
+    none_left = --requests_releasing_ == 0;
+  }
+  if (none_left) releasing_done_cv_.notify_all();
 }
 
 void MasterClient::ReturnReleases(const google::protobuf::RepeatedField<uint64_t>& ids) {
@@ -291,19 +307,22 @@ void MasterClient::StopReleaseWaits() {
 Status MasterClient::FlushLeaseReleases(Deadline deadline) {
   rpc::LeaseRelease req;
   req.set_client_id(client_id_);
-  TakeReleases(req.mutable_lease_ids());
-  if (req.lease_ids().empty()) return Status::Ok();
+  if (!TakeReleases(req.mutable_lease_ids(), ReleaseOrder::kAny, deadline)) return Status::Ok();
   rpc::Empty reply;
   Status st = Call(rpc::LEASE_RELEASE, req, &reply, deadline);
   if (!st.ok()) ReturnReleases(req.lease_ids());
+  ReleasesAnswered();
   return st;
 }
 
 template <typename Reply, typename Req>
-Result<Reply> MasterClient::CallReleasing(rpc::Method method, Req& request, Deadline deadline) {
-  TakeReleases(request.mutable_released_leases());
+Result<Reply> MasterClient::CallReleasing(rpc::Method method, Req& request, Deadline deadline,
+                                          ReleaseOrder order) {
+  const bool took = TakeReleases(request.mutable_released_leases(), order, deadline);
   auto r = CallFor<Reply>(method, request, deadline);
+  if (!took) return r;
   if (!r.ok()) ReturnReleases(request.released_leases());
+  ReleasesAnswered();
   return r;
 }
 
@@ -424,7 +443,9 @@ Result<rpc::PutStartReply> MasterClient::PutStartOnce(std::span<const PutItem> i
   }
   *req.mutable_config() = config;
   req.set_upsert(upsert);
-  return CallReleasing<rpc::PutStartReply>(rpc::PUT_START, req, deadline);
+  return CallReleasing<rpc::PutStartReply>(
+      rpc::PUT_START, req, deadline,
+      upsert ? ReleaseOrder::kAfterReleasesInFlight : ReleaseOrder::kAny);
 }
 
 Result<rpc::CodesReply> MasterClient::PutEnd(std::span<const std::string> commit_keys,
@@ -518,7 +539,8 @@ Result<rpc::CodesReply> MasterClient::Remove(std::span<const std::string> keys, 
   return CodesByChunk(keys, [&](std::span<const std::string> part) {
     rpc::KeysRequest req = KeysOf(part);
     req.set_force(force);
-    return CallReleasing<rpc::CodesReply>(rpc::REMOVE, req, deadline);
+    return CallReleasing<rpc::CodesReply>(rpc::REMOVE, req, deadline,
+                                          ReleaseOrder::kAfterReleasesInFlight);
   });
 }
 
@@ -526,7 +548,8 @@ Result<uint64_t> MasterClient::RemoveAll(bool force, Deadline deadline) {
   rpc::RemoveAll req;
   req.set_client_id(client_id_);
   req.set_force(force);
-  auto r = CallReleasing<rpc::RemoveAllReply>(rpc::REMOVE_ALL, req, deadline);
+  auto r = CallReleasing<rpc::RemoveAllReply>(rpc::REMOVE_ALL, req, deadline,
+                                              ReleaseOrder::kAfterReleasesInFlight);
   if (!r.ok()) return r.status();
   return r->removed();
 }

@@ -138,13 +138,27 @@ class MasterClient {
   size_t queued_releases() const;
 
  private:
-  // Moves the queued releases into `out` (a request's released_leases).
-  void TakeReleases(google::protobuf::RepeatedField<uint64_t>* out);
+  // Whether a request must not reach the master ahead of releases already on their way.
+  enum class ReleaseOrder {
+    kAny,
+    // An upsert or remove is refused while one of the caller's own finished reads still leases
+    // the key; if that release left a moment earlier in another request (the flusher's
+    // LEASE_RELEASE, on another connection) it could arrive second. Such requests wait (briefly,
+    // within their deadline) until every request carrying releases has been answered.
+    kAfterReleasesInFlight,
+  };
+  // Moves the queued releases into `out` (a request's released_leases); true when it moved
+  // any, and then the caller must call ReleasesAnswered() once the request is done.
+  bool TakeReleases(google::protobuf::RepeatedField<uint64_t>* out, ReleaseOrder order,
+                    Deadline deadline);
+  // The request that took releases has been answered (or failed).
+  void ReleasesAnswered();
   // Puts ids of a request that failed back in the queue.
   void ReturnReleases(const google::protobuf::RepeatedField<uint64_t>& ids);
   // CallFor for a request carrying released_leases: they are returned to the queue on failure.
   template <typename Reply, typename Req>
-  Result<Reply> CallReleasing(rpc::Method method, Req& request, Deadline deadline);
+  Result<Reply> CallReleasing(rpc::Method method, Req& request, Deadline deadline,
+                              ReleaseOrder order = ReleaseOrder::kAny);
   template <typename Reply>
   Status Call(rpc::Method method, const google::protobuf::MessageLite& request, Reply* response,
               Deadline deadline);
@@ -176,6 +190,11 @@ class MasterClient {
   Clock::time_point oldest_release_{};  // guarded by release_mu_: when releases_ got its first
   bool release_waits_stopped_ = false;  // guarded by release_mu_
   bool release_polling_ = false;        // guarded by release_mu_: the waiter looks by itself
+  size_t requests_releasing_ = 0;       // guarded by release_mu_: sent with releases, unanswered
+  std::condition_variable releasing_done_cv_;  // requests_releasing_ fell to 0
+  // Longest a kAfterReleasesInFlight request waits for them (a master too slow to answer a
+  // release in this long is left to order them as they come).
+  static constexpr Clock::duration kReleaseOrderWait = std::chrono::milliseconds(500);
   // How long after a release the waiter keeps polling (every `delay`) instead of sleeping.
   static constexpr Clock::duration kReleasePollWindow = std::chrono::milliseconds(200);
 };

@@ -73,6 +73,34 @@ TEST(LeaseTest, AGetsLeaseEndsWithTheGet) {
   EXPECT_TRUE(writer->Remove("g/2").ok());
 }
 
+// A reader's own upsert or remove right after its get is never refused by that get's lease,
+// wherever the release travels: on the upsert itself, or in the background flusher's
+// LEASE_RELEASE when the upsert comes a moment later (the pauses sweep the flusher's 2 ms delay,
+// so some upserts leave while that release is still on its way).
+TEST(LeaseTest, AReadersOwnUpsertAfterItsGetIsNeverRefusedByThatGet) {
+  Pool pool({"--default_kv_lease_ttl", "60000"});
+  pool.AddNode("32MB");
+  auto c = pool.NewClient();
+  ASSERT_TRUE(c);
+  constexpr size_t kSize = 64 << 10;
+  PutObjects(*c, "u", 1, kSize);
+  std::vector<uint8_t> out(kSize);
+  ASSERT_TRUE(c->RegisterBuffer(out.data(), out.size()).ok());
+  int refused = 0;
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_EQ(*c->GetInto("u/0", out.data(), out.size()), kSize);
+    std::this_thread::sleep_for(std::chrono::microseconds(1500 + (i * 37) % 2000));
+    Status st =
+        (i % 4 == 3) ? c->Remove("u/0") : c->BatchUpsertFrom({"u/0"}, {out.data()}, {kSize})[0];
+    if (!st.ok()) {
+      ++refused;
+      ADD_FAILURE() << "round " << i << ": " << st.ToString();
+    }
+    if (i % 4 == 3) ASSERT_TRUE(c->PutFrom("u/0", out.data(), kSize).ok());
+  }
+  EXPECT_EQ(refused, 0);
+}
+
 // `kvpool get K F && kvpool rm K`: the reader exited, so nothing holds K.
 TEST(LeaseTest, CliGetThenRmSucceeds) {
   Pool pool;  // default flags: a 10 s lease TTL
