@@ -72,6 +72,11 @@ struct ClientOptions {
   // Fault the contributed segment's memory in at Setup (about 0.3 s per GiB) instead of on the
   // first put into each page, whose page faults otherwise cost as much as the copy itself.
   bool prefault_segment = false;
+  // Without prefault_segment: fault the contributed segment in on a thread of its own after
+  // Setup returns (madvise MADV_POPULATE_WRITE, which keeps what puts write meanwhile), so Setup
+  // is not delayed and the first pass of puts runs at steady-state speed. The segment is then
+  // resident from the start, as it would be once full. false: pages fault in on first write.
+  bool prefault_segment_in_background = true;
   // Gets recompute each object's XXH3-64 over the bytes received and compare it with the one
   // its writer recorded at put end. A mismatch is reported as CHECKSUM_MISMATCH for that key
   // (after trying its other replicas); its buffer then holds no valid data. Off by default:

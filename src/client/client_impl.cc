@@ -124,6 +124,8 @@ Status ClientImpl::Init() {
     ho.size = options_.global_segment_size;
     ho.memory.huge_pages = options_.use_hugepage;
     ho.memory.prefault = hosting_.prefault || options_.prefault_segment;
+    ho.memory.prefault_in_background =
+        hosting_.prefault_in_background.value_or(options_.prefault_segment_in_background);
     ho.io_threads = hosting_.io_threads;
     ho.protected_mode = hosting_.protected_mode;
     ho.security = security->server;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,8 +34,10 @@ using DestFor = std::function<Buffers(size_t index, uint64_t object_size)>;
 // What `kvpool node` sets beyond ClientOptions when it runs its store through a ClientImpl.
 struct HostingOptions {
   std::string bind_host = "0.0.0.0";  // the data server's listen address
-  bool prefault = false;              // fault the segment in at start
-  int io_threads = 2;                 // data server threads
+  bool prefault = false;              // fault the segment in at start (blocking)
+  // Fault it in on a thread of its own after start (unset: ClientOptions decides).
+  std::optional<bool> prefault_in_background;
+  int io_threads = 2;  // data server threads
   // Without a secret, the data port refuses peers from other hosts (a node unless --insecure;
   // rpc::ServerOptions::protected_mode).
   bool protected_mode = false;

@@ -31,7 +31,7 @@ Result<std::unique_ptr<Node>> Node::Start(const NodeOptions& options) {
   client::ApplySecurityFlags(options.security, co);
   client::HostingOptions ho;
   ho.bind_host = options.bind_address;
-  ho.prefault = options.prefault;
+  ho.prefault_in_background = options.prefault;
   ho.io_threads = options.io_threads;
   ho.protected_mode = !options.security.insecure;
   // An attached engine's large batch is copied by this many threads at once (the caller's too).

@@ -22,7 +22,10 @@ void AddNodeFlags(CLI::App& app, NodeOptions& o) {
                  "DRAM this node contributes, e.g. 4GB, 512MB")
       ->capture_default_str();
   app.add_flag("--use_hugepage", o.use_hugepage, "Back the segment with reserved huge pages");
-  app.add_flag("--prefault", o.prefault, "Fault every page in at start");
+  app.add_option("--prefault", o.prefault,
+                 "Fault the segment's pages in on a background thread at start, so the first "
+                 "writes run at full speed (true/false)")
+      ->capture_default_str();
   app.add_option("--io_threads", o.io_threads, "Data server threads")->capture_default_str();
   app.add_option("--heartbeat_interval_ms", o.heartbeat_interval_ms, "Ping period to the master")
       ->capture_default_str();

@@ -19,11 +19,11 @@ struct NodeOptions {
   std::string master_server_address = "127.0.0.1:50051";  // --master_server_address
   std::string global_segment_size = "4GB";  // --global_segment_size: DRAM served ("4GB" style)
   bool use_hugepage = false;                // --use_hugepage: MAP_HUGETLB (reserve pages first)
-  bool prefault = false;                    // --prefault: touch every page at start
-  int io_threads = 2;                       // --io_threads: data server threads
-  int heartbeat_interval_ms = 1000;         // --heartbeat_interval_ms
-  int rpc_timeout_ms = 5000;                // --rpc_timeout_ms: deadline of each master call
-  std::string log_level = "info";           // --log_level
+  bool prefault = true;  // --prefault: fault the segment in on a background thread at start
+  int io_threads = 2;    // --io_threads: data server threads
+  int heartbeat_interval_ms = 1000;  // --heartbeat_interval_ms
+  int rpc_timeout_ms = 5000;         // --rpc_timeout_ms: deadline of each master call
+  std::string log_level = "info";    // --log_level
   // Standalone clients (attach over a Unix socket; always on "@kvpool_node_<port>.sock").
   std::string local_socket_path;    // --local_socket_path: also listen on this filesystem path
   int local_client_ttl_ms = 10000;  // --local_client_ttl_ms: drop a client silent this long

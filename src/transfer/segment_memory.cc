@@ -1,9 +1,11 @@
 #include "transfer/segment_memory.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -42,10 +44,34 @@ Result<std::unique_ptr<SegmentMemory>> SegmentMemory::Map(uint64_t size,
   if (!options.huge_pages) ::madvise(p, mapped, MADV_HUGEPAGE);  // best effort
   uint64_t incarnation = 0;
   while (incarnation == 0) incarnation = RandomU64();
-  return std::unique_ptr<SegmentMemory>(
+  std::unique_ptr<SegmentMemory> memory(
       new SegmentMemory(static_cast<uint8_t*>(p), mapped, size, incarnation));
+  if (options.prefault_in_background && !options.prefault) {
+    memory->prefaulter_ = std::thread([m = memory.get()] { m->PrefaultInBackground(); });
+  }
+  return memory;
 }
 
-SegmentMemory::~SegmentMemory() { ::munmap(base_, mapped_); }
+void SegmentMemory::PrefaultInBackground() {
+  // Chunks small enough that a stop (the segment going away) waits at most a few ms.
+  constexpr uint64_t kChunk = 32ull << 20;
+  for (uint64_t off = 0; off < mapped_ && !stop_.load(std::memory_order_relaxed); off += kChunk) {
+    const uint64_t n = std::min(kChunk, mapped_ - off);
+    if (::madvise(base_ + off, n, MADV_POPULATE_WRITE) != 0) {
+      // EINVAL before Linux 5.14, ENOMEM when the system is out of memory: pages then fault
+      // in on first write as without a prefault.
+      spdlog::info("segment prefault stopped at {} of {}: {}", FormatSize(off), FormatSize(mapped_),
+                   strerror(errno));
+      return;
+    }
+    prefaulted_.fetch_add(n, std::memory_order_relaxed);
+  }
+}
+
+SegmentMemory::~SegmentMemory() {
+  stop_.store(true, std::memory_order_relaxed);
+  if (prefaulter_.joinable()) prefaulter_.join();
+  ::munmap(base_, mapped_);
+}
 
 }  // namespace kvpool::transfer

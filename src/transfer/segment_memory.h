@@ -2,9 +2,11 @@
 // (a storage node, or an embedded client that contributes memory).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "kvpool/status.h"
 
@@ -13,6 +15,10 @@ namespace kvpool::transfer {
 struct SegmentMemoryOptions {
   bool huge_pages = false;  // MAP_HUGETLB (needs reserved pages: /proc/sys/vm/nr_hugepages)
   bool prefault = false;    // MAP_POPULATE: pay page faults at start, not on first write
+  // Fault the pages in on a thread of the segment's own after Map returns (madvise
+  // MADV_POPULATE_WRITE, which keeps what writers put meanwhile), so the first pass of writes
+  // runs at steady-state speed without delaying start-up. Ignored with `prefault`.
+  bool prefault_in_background = false;
 };
 
 class SegmentMemory {
@@ -22,7 +28,7 @@ class SegmentMemory {
   // Errors: INVALID_PARAMS for size 0; NO_AVAILABLE_HANDLE naming the size and the reason
   // (e.g. no huge pages reserved) when the mapping fails.
   static Result<std::unique_ptr<SegmentMemory>> Map(uint64_t size, SegmentMemoryOptions options);
-  ~SegmentMemory();  // unmaps
+  ~SegmentMemory();  // stops a background prefault, then unmaps
   SegmentMemory(const SegmentMemory&) = delete;
   SegmentMemory& operator=(const SegmentMemory&) = delete;
 
@@ -32,14 +38,22 @@ class SegmentMemory {
   // name. A location that carries another incarnation was handed out for memory that is gone
   // (a restarted process serving fresh zeroed pages under the same name) and must be refused.
   uint64_t incarnation() const { return incarnation_; }
+  // Bytes faulted in by the background prefault so far (0 without one). Thread-safe.
+  uint64_t prefaulted_bytes() const { return prefaulted_.load(std::memory_order_relaxed); }
 
  private:
   SegmentMemory(uint8_t* base, uint64_t mapped, uint64_t size, uint64_t incarnation)
       : base_(base), mapped_(mapped), size_(size), incarnation_(incarnation) {}
+  // Runs on prefaulter_: MADV_POPULATE_WRITE over the mapping in chunks until done or stop_.
+  void PrefaultInBackground();
+
   uint8_t* base_;
   uint64_t mapped_;
   uint64_t size_;
   uint64_t incarnation_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> prefaulted_{0};
+  std::thread prefaulter_;  // joined by the destructor before the unmap
 };
 
 }  // namespace kvpool::transfer

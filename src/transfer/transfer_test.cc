@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <thread>
 
 #include "rpc/connection_pool.h"
 #include "rpc/server.h"
@@ -126,6 +127,26 @@ TEST_F(TransferTest, TcpRefusesAnotherIncarnation) {
 TEST_F(TransferTest, LocalRefusesAnotherIncarnation) {
   LocalTransport t(&table_);
   RefusesOtherIncarnation(t);
+}
+
+TEST(SegmentMemoryTest, BackgroundPrefaultKeepsWhatWritersPutMeanwhile) {
+  SegmentMemoryOptions o;
+  o.prefault_in_background = true;
+  auto m = SegmentMemory::Map(64 << 20, o);
+  ASSERT_TRUE(m.ok());
+  SegmentMemory& mem = **m;
+  // Writes race the prefault thread: none may be lost (MADV_POPULATE_WRITE keeps contents).
+  for (uint64_t off = 0; off < mem.size(); off += 1 << 20) mem.base()[off + 7] = 0xa5;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (mem.prefaulted_bytes() < mem.size() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_GE(mem.prefaulted_bytes(), mem.size());
+  for (uint64_t off = 0; off < mem.size(); off += 1 << 20) ASSERT_EQ(mem.base()[off + 7], 0xa5);
+  // A segment destroyed mid-prefault stops its thread first.
+  auto big = SegmentMemory::Map(1ull << 30, o);
+  ASSERT_TRUE(big.ok());
+  big->reset();
 }
 
 TEST(SegmentMemoryTest, EachMappingHasItsOwnNonZeroIncarnation) {

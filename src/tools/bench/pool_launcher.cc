@@ -116,7 +116,6 @@ Status LocalPool::StartNodes(const PoolSpec& spec, std::stop_token stop) {
                                      master_address(),
                                      "--global_segment_size",
                                      std::to_string(spec.segment_bytes),
-                                     "--prefault",
                                      "--log_level",
                                      "warn"};
     AppendSecurityArgs(spec.security, args);
