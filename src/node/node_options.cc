@@ -24,8 +24,9 @@ void AddNodeFlags(CLI::App& app, NodeOptions& o) {
   app.add_flag("--use_hugepage", o.use_hugepage, "Back the segment with reserved huge pages");
   app.add_option("--prefault", o.prefault,
                  "Fault the segment's pages in on a background thread at start, so the first "
-                 "writes run at full speed (true/false)")
-      ->capture_default_str();
+                 "writes run at full speed (true/false; bare --prefault, as before: true)")
+      ->expected(0, 1)
+      ->default_str("true");
   app.add_option("--io_threads", o.io_threads, "Data server threads")->capture_default_str();
   app.add_option("--heartbeat_interval_ms", o.heartbeat_interval_ms, "Ping period to the master")
       ->capture_default_str();
