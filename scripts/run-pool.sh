@@ -8,5 +8,5 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVPOOL_BUILD_BENCH=OFF \
   -DCMAKE_UNITY_BUILD=ON >/dev/null
-ninja -C build -j"$(nproc)" kvpool
+ninja -C build -j"$(nproc)" kvpool kvpool-bench
 exec build/src/tools/kvpool bench --workload hicache "$@"

@@ -4,87 +4,43 @@
 //   kvpool put|get|exists|rm|stat ...   client commands against a running pool
 //   kvpool top [--http host:port]       live view from the master's /metrics
 //   kvpool tenant-key --tenant ID       a tenant's key, derived from the pool secret
-#include <CLI/CLI.hpp>
-#include <iostream>
+//   kvpool bench ...             runs `kvpool-bench bench ...`, the benchmark built beside it
+#include <unistd.h>
 
-#include "common/log.h"
-#include "common/signals.h"
-#include "master/master.h"
-#include "master/master_options.h"
-#include "node/node.h"
-#include "node/node_options.h"
-#include "tools/bench/bench_command.h"
-#include "tools/client_commands.h"
-#include "tools/tenant_key_command.h"
-#include "tools/top_command.h"
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "tools/kvpool_app.h"
+
+namespace {
+
+// `kvpool bench` (and its hidden bench-* children) live in the kvpool-bench binary, so the
+// deployed kvpool links neither the bench nor hiredis: run the one beside this binary.
+int ExecBench(int argc, char** argv) {
+  std::vector<char> self(4096);
+  ssize_t n = ::readlink("/proc/self/exe", self.data(), self.size() - 1);
+  std::string dir = n > 0 ? std::string(self.data(), static_cast<size_t>(n)) : std::string();
+  dir = dir.substr(0, dir.rfind('/') + 1);
+  const std::string bench = dir + "kvpool-bench";
+  std::vector<char*> args(argv, argv + argc);
+  args[0] = const_cast<char*>(bench.c_str());
+  args.push_back(nullptr);
+  ::execv(bench.c_str(), args.data());
+  std::cerr << "kvpool " << argv[1] << ": the benchmark is the kvpool-bench binary, and " << bench
+            << " cannot be run (" << std::strerror(errno)
+            << "): build it with cmake -DKVPOOL_BUILD_BENCH_TOOL=ON\n";
+  return 1;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  // Before any thread starts, so every thread inherits the mask and main can sigwait.
-  kvpool::BlockTerminationSignals();
-  CLI::App app{"kvpool: a distributed KV-cache store for LLM inference"};
-  app.require_subcommand(1);
-  int exit_code = 0;
-
-  kvpool::master::MasterOptions master_options;
-  auto* master = app.add_subcommand("master", "Run the metadata service");
-  kvpool::master::AddMasterFlags(*master, master_options);
-
-  kvpool::node::NodeOptions node_options;
-  auto* node = app.add_subcommand("node", "Run a storage node that serves DRAM to the pool");
-  kvpool::node::AddNodeFlags(*node, node_options);
-
-  kvpool::tools::ClientCommandOptions client_options;
-  kvpool::tools::AddClientCommands(app, client_options, exit_code);
-  kvpool::tools::TenantKeyCommandOptions tenant_key_options;
-  kvpool::tools::AddTenantKeyCommand(app, tenant_key_options, exit_code);
-  kvpool::tools::TopCommandOptions top_options;
-  kvpool::tools::AddTopCommand(app, top_options, exit_code);
-  kvpool::tools::bench::BenchCommandOptions bench_options;
-  kvpool::tools::bench::AddBenchCommands(app, bench_options, exit_code);
-  kvpool::InitLogging("warn", "kvpool").ok();
-
-  try {
-    app.parse(argc, argv);  // runs the client commands, in their callbacks
-  } catch (const std::bad_alloc&) {
-    std::cerr << "kvpool: out of memory\n";
-    return 1;
-  } catch (const CLI::ParseError& e) {
-    // --help and --version exit 0; every usage error exits 2 as documented (CLI11's own codes
-    // are 101..121).
-    return app.exit(e) == 0 ? 0 : 2;
-  } catch (const std::exception& e) {
-    // A bug, but a message and exit 1 rather than an abort.
-    std::cerr << "kvpool: " << e.what() << "\n";
-    return 1;
+  if (argc > 1 && std::strncmp(argv[1], "bench", 5) == 0 &&
+      (argv[1][5] == '\0' || argv[1][5] == '-')) {
+    return ExecBench(argc, argv);
   }
-  if (master->parsed()) {
-    if (auto st = kvpool::InitLogging(master_options.log_level, "master"); !st.ok()) {
-      std::cerr << "kvpool master: " << st.ToString() << "\n";
-      return 2;
-    }
-    if (auto st = kvpool::master::ValidateMasterOptions(master_options); !st.ok()) {
-      st = kvpool::WithConfigSource(st, master_options.config_source);
-      std::cerr << "kvpool master: " << st.ToString() << "\n";
-      return 2;
-    }
-    if (auto st = kvpool::rpc::ResolveAuthSecret(master_options.security); !st.ok()) {
-      st = kvpool::WithConfigSource(st, master_options.config_source);
-      std::cerr << "kvpool master: " << st.ToString() << "\n";
-      return 2;
-    }
-    return kvpool::master::RunMaster(master_options);
-  }
-  if (node->parsed()) {
-    if (auto st = kvpool::InitLogging(node_options.log_level, "node"); !st.ok()) {
-      std::cerr << "kvpool node: " << st.ToString() << "\n";
-      return 2;
-    }
-    if (auto st = kvpool::node::ValidateNodeOptions(node_options); !st.ok()) {
-      st = kvpool::WithConfigSource(st, node_options.config_source);
-      std::cerr << "kvpool node: " << st.ToString() << "\n";
-      return 2;
-    }
-    return kvpool::node::RunNode(node_options);
-  }
-  return exit_code;
+  return kvpool::tools::RunKvpool(argc, argv, nullptr);
 }

@@ -5,43 +5,55 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "common/child_process.h"
+
 namespace kvpool::testing {
 
-// A port that was free a moment ago on 127.0.0.1, chosen below the kernel's ephemeral range.
-uint16_t FreePort();
+// A port that was free a moment ago on 127.0.0.1 (kvpool::FreeLoopbackPort).
+inline uint16_t FreePort() { return FreeLoopbackPort(); }
 // True once something accepts TCP connections on 127.0.0.1:port, false after `timeout`.
-bool WaitForPort(uint16_t port, std::chrono::milliseconds timeout);
+inline bool WaitForPort(uint16_t port, std::chrono::milliseconds timeout) {
+  return WaitForLoopbackPort(port, timeout);
+}
 
+// A test's process: kvpool::ChildProcess (common/child_process.h) that is SIGKILLed, as kill -9,
+// when it goes out of scope, and whose failure to start shows as a process that is not running.
 class Process {
  public:
   // Starts `binary args...` with stdout and stderr in a log file.
   Process(const std::string& binary, std::vector<std::string> args, std::string name);
-  ~Process();  // SIGKILL if still running, then reap
+  ~Process() = default;  // SIGKILL if still running, then reap
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
 
-  void Signal(int sig);
-  // SIGSTOP / SIGCONT that return only once the kernel shows the process stopped / running
-  // (a signal is delivered asynchronously; a test must not race it).
-  void Pause();
-  void Resume();
+  void Signal(int sig) {
+    if (child_) child_->Signal(sig);
+  }
+  // SIGSTOP / SIGCONT that return only once the kernel shows the process stopped / running.
+  void Pause() {
+    if (child_) child_->Pause();
+  }
+  void Resume() {
+    if (child_) child_->Resume();
+  }
   // Waits up to `timeout` for the process to exit; returns its exit status (-1 on timeout,
   // 128+signal when killed by a signal).
   int Wait(std::chrono::milliseconds timeout);
-  bool running();
-  std::string Log() const;  // what it printed so far
+  bool running() { return child_ && child_->Running(); }
+  std::string Log() const;  // what it printed so far (or why it did not start)
   // True once Log() contains `text` (within `timeout`): log lines may land a moment later.
-  bool WaitForLog(const std::string& text, std::chrono::milliseconds timeout);
-  pid_t pid() const { return pid_; }
+  bool WaitForLog(const std::string& text, std::chrono::milliseconds timeout) {
+    return child_ && child_->WaitForLog(text, timeout);
+  }
+  pid_t pid() const { return child_ ? child_->pid() : -1; }
 
  private:
-  std::string name_;
-  std::string log_path_;
-  pid_t pid_ = -1;
-  int status_ = -1;
+  std::unique_ptr<ChildProcess> child_;  // null when the start failed
+  std::string start_error_;
 };
 
 // Runs `binary args...` to completion (bounded by `timeout`), returning exit code and output.

@@ -9,9 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "tools/bench/child_process.h"
+#include "common/child_process.h"
 #include "tools/bench/hicache_sim.h"
 #include "tools/bench/payload.h"
+#include "tools/bench/pool_launcher.h"
 #include "tools/bench/stats.h"
 
 namespace kvpool::tools::bench {
@@ -140,44 +141,45 @@ Status RunEngineProcesses(const HicacheContext& ctx, std::vector<EngineTallies>&
     if (fd < 0) return Status(ErrorCode::INTERNAL_ERROR, "hicache: cannot create a result file");
     ::close(fd);
     results.push_back(tmpl);
-    auto child = ChildProcess::Start(fmt::format("hicache engine {}", i),
-                                     {"bench-hicache-engine",
-                                      "--master",
-                                      ctx.master_address,
-                                      "--local_nodes",
-                                      nodes,
-                                      "--mode",
-                                      ModeName(ctx.mode),
-                                      "--workload",
-                                      "hicache",
-                                      "--index",
-                                      std::to_string(i),
-                                      "--key_prefix",
-                                      ctx.key_prefix,
-                                      "--start_ns",
-                                      std::to_string(start_ns),
-                                      "--result",
-                                      tmpl,
-                                      "--engines",
-                                      std::to_string(h.engines),
-                                      "--conversations",
-                                      std::to_string(h.conversations),
-                                      "--system_prompts",
-                                      std::to_string(h.system_prompts),
-                                      "--system_prompt_pages",
-                                      std::to_string(h.system_prompt_pages),
-                                      "--max_turns",
-                                      std::to_string(h.max_turns),
-                                      "--l2_pages",
-                                      std::to_string(h.l2_pages),
-                                      "--hicache_page_size",
-                                      std::to_string(h.page_bytes),
-                                      "--segment_size",
-                                      std::to_string(o.segment_bytes),
-                                      "--verify_every",
-                                      std::to_string(o.verify_every),
-                                      "--duration_s",
-                                      fmt::format("{}", o.HicacheSeconds())});
+    auto child = ChildProcess::StartSelf(fmt::format("hicache engine {}", i),
+                                         {"bench-hicache-engine",
+                                          "--master",
+                                          ctx.master_address,
+                                          "--local_nodes",
+                                          nodes,
+                                          "--mode",
+                                          ModeName(ctx.mode),
+                                          "--workload",
+                                          "hicache",
+                                          "--index",
+                                          std::to_string(i),
+                                          "--key_prefix",
+                                          ctx.key_prefix,
+                                          "--start_ns",
+                                          std::to_string(start_ns),
+                                          "--result",
+                                          tmpl,
+                                          "--engines",
+                                          std::to_string(h.engines),
+                                          "--conversations",
+                                          std::to_string(h.conversations),
+                                          "--system_prompts",
+                                          std::to_string(h.system_prompts),
+                                          "--system_prompt_pages",
+                                          std::to_string(h.system_prompt_pages),
+                                          "--max_turns",
+                                          std::to_string(h.max_turns),
+                                          "--l2_pages",
+                                          std::to_string(h.l2_pages),
+                                          "--hicache_page_size",
+                                          std::to_string(h.page_bytes),
+                                          "--segment_size",
+                                          std::to_string(o.segment_bytes),
+                                          "--verify_every",
+                                          std::to_string(o.verify_every),
+                                          "--duration_s",
+                                          fmt::format("{}", o.HicacheSeconds())},
+                                         BenchChildOptions());
     if (!child.ok()) return child.status();
     children.push_back(std::move(child).value());
   }

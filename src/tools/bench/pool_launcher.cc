@@ -17,18 +17,6 @@ namespace {
 
 constexpr auto kStartTimeout = std::chrono::seconds(20);
 
-bool Accepts(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  ::close(fd);
-  return rc == 0;
-}
-
 Status Died(ChildProcess& p) {
   return Status(ErrorCode::INTERNAL_ERROR, fmt::format("{} exited (status {}); its log ends:\n{}",
                                                        p.name(), p.exit_status(), p.LogTail()));
@@ -38,20 +26,12 @@ Status Interrupted() { return Status(ErrorCode::INTERNAL_ERROR, "interrupted"); 
 
 }  // namespace
 
-uint16_t FreeLoopbackPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  uint16_t port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  ::close(fd);
-  return port;
+ChildOptions BenchChildOptions() {
+  ChildOptions o;
+  o.die_with_parent_thread = true;
+  o.own_process_group = true;
+  o.stop_grace = std::chrono::seconds(2);
+  return o;
 }
 
 namespace {
@@ -86,11 +66,11 @@ Status LocalPool::StartMaster(const PoolSpec& spec, std::stop_token stop) {
       "master",         "--rpc_host", "127.0.0.1",   "--rpc_port", std::to_string(master_port_),
       "--metrics_port", "0",          "--log_level", "warn"};
   AppendSecurityArgs(spec.security, args);
-  auto m = ChildProcess::Start("master", args);
+  auto m = ChildProcess::StartSelf("master", args, BenchChildOptions());
   if (!m.ok()) return m.status();
   master_ = std::move(m).value();
   auto end = std::chrono::steady_clock::now() + kStartTimeout;
-  while (!Accepts(master_port_)) {
+  while (!LoopbackAccepts(master_port_)) {
     if (!master_->Running()) return Died(*master_);
     if (stop.stop_requested()) return Interrupted();
     if (std::chrono::steady_clock::now() >= end) {
@@ -119,7 +99,8 @@ Status LocalPool::StartNodes(const PoolSpec& spec, std::stop_token stop) {
                                      "--log_level",
                                      "warn"};
     AppendSecurityArgs(spec.security, args);
-    auto n = ChildProcess::Start(fmt::format("node {} (127.0.0.1:{})", i, port), args);
+    auto n = ChildProcess::StartSelf(fmt::format("node {} (127.0.0.1:{})", i, port), args,
+                                     BenchChildOptions());
     if (!n.ok()) return n.status();
     nodes_.push_back(std::move(n).value());
     node_ports_.push_back(port);

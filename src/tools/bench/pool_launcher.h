@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "common/child_process.h"
 #include "kvpool/status.h"
 #include "rpc/security_options.h"
-#include "tools/bench/child_process.h"
 
 namespace kvpool::tools::bench {
 
@@ -50,7 +50,9 @@ class LocalPool {
   std::vector<uint16_t> node_ports_;
 };
 
-// A port that was free on 127.0.0.1 a moment ago (0 when no socket could be bound).
-uint16_t FreeLoopbackPort();
+// How the bench starts every child (common/child_process.h): each dies with the bench's main
+// thread, even when the bench is SIGKILLed, and has its own process group, so a terminal's
+// Ctrl-C reaches only the bench, which then stops them in order (SIGTERM, SIGKILL after 2 s).
+ChildOptions BenchChildOptions();
 
 }  // namespace kvpool::tools::bench

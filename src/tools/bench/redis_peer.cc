@@ -253,11 +253,12 @@ Result<std::unique_ptr<RedisServer>> RedisServer::Start(const std::string& progr
   }
   const std::string dir = tmpl;
   const uint16_t port = FreeLoopbackPort();
-  auto child = ChildProcess::StartProgram(
+  auto child = ChildProcess::Start(
       "redis-server", program,
       {"--bind", "127.0.0.1", "--port", std::to_string(port), "--save", "", "--appendonly", "no",
        "--dir", dir, "--maxmemory", std::to_string(max_bytes), "--maxmemory-policy", "allkeys-lru",
-       "--protected-mode", "no"});
+       "--protected-mode", "no"},
+      BenchChildOptions());
   if (!child.ok()) {
     std::filesystem::remove_all(dir);
     return child.status();

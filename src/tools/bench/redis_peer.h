@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "common/child_process.h"
 #include "kvpool/status.h"
 #include "tools/bench/bench_options.h"
-#include "tools/bench/child_process.h"
 #include "tools/bench/limits.h"
 #include "tools/bench/report.h"
 

@@ -12,9 +12,10 @@
 #include <iostream>
 #include <vector>
 
-#include "tools/bench/child_process.h"
+#include "common/child_process.h"
 #include "tools/bench/limits.h"
 #include "tools/bench/payload.h"
+#include "tools/bench/pool_launcher.h"
 #include "tools/bench/stats.h"
 
 namespace kvpool::tools::bench {
@@ -111,8 +112,9 @@ Result<LimitFigure> MeasureTcp(uint64_t page_bytes, double seconds) {
   Fd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   auto port = Listen(listener.get());
   if (!port.ok()) return port.status();
-  auto peer = ChildProcess::Start(
-      "tcp peer", {"bench-tcp-peer", "--connect", fmt::format("127.0.0.1:{}", *port)});
+  auto peer = ChildProcess::StartSelf(
+      "tcp peer", {"bench-tcp-peer", "--connect", fmt::format("127.0.0.1:{}", *port)},
+      BenchChildOptions());
   if (!peer.ok()) return peer.status();
   pollfd pfd{listener.get(), POLLIN, 0};
   if (::poll(&pfd, 1, kSlackSeconds * 1000) != 1) {
