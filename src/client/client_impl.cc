@@ -141,7 +141,7 @@ Status ClientImpl::Init() {
     if (!host.ok()) return host.status();
     host_ = std::move(host).value();
     local_ = std::make_unique<transfer::LocalTransport>(&host_->table());
-    Status mounted = host_->Mount(*master_, RpcDeadline());
+    Status mounted = hosting_.mount_at_init ? host_->Mount(*master_, RpcDeadline()) : Status::Ok();
     if (!mounted.ok()) {
       if (hosting_.require_master) return mounted;
       spdlog::warn("segment={} not mounted yet: error={} (will retry)", host_->name(),
@@ -151,10 +151,17 @@ Status ClientImpl::Init() {
   heartbeat_ = std::make_unique<node::Heartbeat>(
       master_.get(), options_.heartbeat_interval, options_.rpc_timeout,
       [this] { MountOwnSegment(); }, host_.get());
-  heartbeat_->Start();
+  // Without mount_at_init the heartbeat (which mounts a segment the master does not know)
+  // waits for MountSegmentNow too.
+  if (hosting_.mount_at_init || host_ == nullptr) heartbeat_->Start();
   lease_flusher_ =
       std::make_unique<LeaseFlusher>(master_.get(), kLeaseFlushDelay, options_.rpc_timeout);
   return Status::Ok();
+}
+
+void ClientImpl::MountSegmentNow() {
+  MountOwnSegment();
+  if (!hosting_.mount_at_init && host_ != nullptr) heartbeat_->Start();
 }
 
 void ClientImpl::MountOwnSegment() {

@@ -46,6 +46,10 @@ struct HostingOptions {
   // true: Init fails when the master is unreachable (a client's set-up). false (a node): Init
   // succeeds and the heartbeat mounts the segment once the master answers.
   bool require_master = true;
+  // false (a node): Init does not mount the segment; the node calls MountSegmentNow() once its
+  // own servers (the attach socket) listen, so nobody finds the segment listed at the master
+  // before the node can serve every client it advertises itself to.
+  bool mount_at_init = true;
 };
 
 // What CopySoleReplicasAway did, per object of the segment.
@@ -90,6 +94,10 @@ class ClientImpl : public Client {
   DrainCopyReport CopySoleReplicasAway(Deadline until);
   // The data port of the contributed segment (0 when none).
   uint16_t SegmentPort() const;
+  // With HostingOptions::mount_at_init false: mounts the contributed segment at the master and
+  // starts the heartbeat. A failed mount is logged and the heartbeat mounts the segment once the
+  // master answers. Call once, after Init, from the thread that called Init.
+  void MountSegmentNow();
   // The counters of the contributed segment's data service (null when none).
   // The disk tier's figures (node metrics); nullopt without one.
   std::optional<node::DiskHostStats> DiskStats() const {

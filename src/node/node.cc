@@ -39,6 +39,7 @@ Result<std::unique_ptr<Node>> Node::Start(const NodeOptions& options) {
   ho.transfer_threads =
       (options.local_copy_threads > 0 ? options.local_copy_threads : std::min(8, cores)) - 1;
   ho.require_master = false;  // start order does not matter: the heartbeat mounts later
+  ho.mount_at_init = false;   // mounted below, once the attach socket listens
   node->store_ = std::make_unique<client::ClientImpl>(co, ho);
   KVPOOL_RETURN_IF_ERROR(node->store_->Init());
   node->segment_name_ = node->store_->SegmentName();
@@ -53,6 +54,7 @@ Result<std::unique_ptr<Node>> Node::Start(const NodeOptions& options) {
   ao.metrics = &node->metrics_;
   node->attach_server_ = std::make_unique<AttachServer>(ao, node->attach_service_.get());
   KVPOOL_RETURN_IF_ERROR(node->attach_server_->Start());
+  node->store_->MountSegmentNow();
 
   if (options.enable_http_admin) {
     Node* self = node.get();
