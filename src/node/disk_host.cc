@@ -31,7 +31,10 @@ Result<std::unique_ptr<DiskHost>> DiskHost::Open(const DiskHostOptions& options)
 }
 
 DiskHost::DiskHost(const DiskHostOptions& options, std::unique_ptr<disk::DiskTier> tier)
-    : options_(options), tier_(std::move(tier)), incarnation_(RandomU64() | 1) {}
+    : options_(options),
+      tier_(std::move(tier)),
+      incarnation_(RandomU64() | 1),
+      read_buffers_(disk::ReadBuffers::Create(tier_->alignment(), kKeptReadBufferBytes)) {}
 
 DiskHost::~DiskHost() { Stop(); }
 
@@ -164,7 +167,7 @@ void DiskHost::OffloadBatch(std::vector<Pending> batch) {
   if (mem == nullptr) return;
   uint64_t total = 0;
   for (const Pending& p : batch) total += tier_->Reserved(p.size);
-  auto buf = std::make_shared<disk::AlignedBuffer>(total, tier_->alignment());
+  std::shared_ptr<disk::AlignedBuffer> buf = read_buffers_->Acquire(total);
   std::vector<disk::DiskTier::WriteItem> items;
   items.reserve(batch.size());
   uint64_t pos = 0;

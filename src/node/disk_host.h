@@ -34,6 +34,7 @@
 
 #include "common/time.h"
 #include "disk/disk_tier.h"
+#include "disk/read_buffers.h"
 #include "master/master_client.h"
 #include "rpc/kvpool.pb.h"
 #include "transfer/segment_table.h"
@@ -119,6 +120,9 @@ class DiskHost : public transfer::TierReader {
   const transfer::SegmentTable* dram_ = nullptr;
   const uint64_t incarnation_;
   std::atomic<bool> bound_{false};
+  // READ buffers, reused (disk/read_buffers.h): at most kKeptReadBufferBytes idle.
+  static constexpr uint64_t kKeptReadBufferBytes = 256ull << 20;
+  const std::shared_ptr<disk::ReadBuffers> read_buffers_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
