@@ -173,7 +173,7 @@ TEST(HaTest, PausedLeaderNeverServesAgain) {
   ASSERT_TRUE(next.has_value()) << pool.Logs();
   const uint64_t new_epoch = pool.health(*next).epoch;
 
-  // Resumed, the old leader answers nothing as leader: refusals, then it exits (code 1).
+  // Resumed, the old leader answers nothing as leader: refusals while it drops its term.
   master::MasterClient direct({"127.0.0.1", pool.rpc_port(*first)}, "probe");
   pool.master(*first)->Resume();
   for (int i = 0; i < 20; ++i) {
@@ -184,14 +184,40 @@ TEST(HaTest, PausedLeaderNeverServesAgain) {
         << s.status().ToString();
     std::this_thread::sleep_for(milliseconds(20));
   }
-  EXPECT_EQ(pool.master(*first)->Wait(milliseconds(5000)), 1) << pool.master(*first)->Log();
-  EXPECT_TRUE(pool.master(*first)->WaitForLog("lost leadership", milliseconds(100)));
+  // It stays alive and rejoins the election as a standby (empty table) on the same ports,
+  // refusing with NOT_LEADER naming the new leader.
+  EXPECT_TRUE(pool.master(*first)->WaitForLog("lost leadership", milliseconds(5000)))
+      << pool.master(*first)->Log();
+  auto end = SteadyClock::now() + seconds(10);
+  while (pool.health(*first).role != "standby" && SteadyClock::now() < end) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  EXPECT_EQ(pool.health(*first).role, "standby") << pool.master(*first)->Log();
+  EXPECT_TRUE(pool.master(*first)->running()) << pool.master(*first)->Log();
+  const std::string leader = "127.0.0.1:" + std::to_string(pool.rpc_port(*next));
+  auto refused = direct.Stat(DeadlineAfter(seconds(2)));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.code(), ErrorCode::NOT_LEADER) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find(leader), std::string::npos)
+      << refused.status().ToString();
   EXPECT_EQ(pool.health(*next).role, "leader");
   EXPECT_EQ(pool.health(*next).epoch, new_epoch);
 
   ReadBack r = ReadAll(*client, "pause-", 30, seconds(10));
   EXPECT_EQ(r.wrong, 0u);
   EXPECT_EQ(r.exact, 30u) << pool.Logs();
+
+  // It leads again only by winning a new election, with a newer epoch, its table rebuilt from
+  // the node.
+  std::this_thread::sleep_for(milliseconds(1500));  // the new leader's journal reaches the node
+  pool.KillMaster(*next);
+  auto again = pool.WaitForLeader(seconds(10), next);
+  ASSERT_TRUE(again.has_value()) << pool.Logs();
+  EXPECT_EQ(*again, *first);
+  EXPECT_GT(pool.health(*first).epoch, new_epoch);
+  ReadBack r2 = ReadAll(*client, "pause-", 30, seconds(10));
+  EXPECT_EQ(r2.wrong, 0u);
+  EXPECT_EQ(r2.exact, 30u) << pool.Logs();
 }
 
 TEST(HaTest, EtcdDownStopsServingAndRestartedEtcdElectsALeader) {
