@@ -32,4 +32,17 @@ int WaitForTerminationSignal() {
   }
 }
 
+int WaitForTerminationSignalFor(std::chrono::milliseconds timeout) {
+  sigset_t set = TerminationSet();
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const auto left = end - std::chrono::steady_clock::now();
+    if (left <= std::chrono::steady_clock::duration::zero()) return 0;
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+    timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+    const int sig = sigtimedwait(&set, nullptr, &ts);
+    if (sig > 0 && sig != SIGHUP) return sig;  // else a timeout, EINTR or SIGHUP: look again
+  }
+}
+
 }  // namespace kvpool

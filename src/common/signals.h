@@ -1,6 +1,7 @@
 // Clean shutdown on SIGINT / SIGTERM for the long-running roles (master, node).
 #pragma once
 
+#include <chrono>
 #include <functional>
 
 namespace kvpool {
@@ -12,5 +13,8 @@ void BlockTerminationSignals();
 // Waits until SIGINT or SIGTERM arrives (REQUIRES: BlockTerminationSignals() was called before
 // any thread started). Returns the signal number.
 int WaitForTerminationSignal();
+
+// As WaitForTerminationSignal, for at most `timeout`: 0 when none arrived by then.
+int WaitForTerminationSignalFor(std::chrono::milliseconds timeout);
 
 }  // namespace kvpool

@@ -1,7 +1,6 @@
 #include "master/master.h"
 
 #include <fmt/format.h>
-#include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -174,21 +173,9 @@ void Master::HousekeepingLoop() {
   }
 }
 
-int RunMaster(const MasterOptions& options) {
-  Status st = ValidateMasterOptions(options);
-  if (!st.ok()) {
-    std::fprintf(stderr, "kvpool master: %s\n", st.ToString().c_str());
-    return 1;
-  }
-  Master master(options);
-  // Leadership lost: wake the signal wait below (the process then exits with 1, and its
-  // supervisor restarts it as a standby with an empty table).
-  st = master.Start([] { kill(getpid(), SIGTERM); });
-  if (!st.ok()) {
-    // Both servers' errors name the address they could not bind.
-    std::fprintf(stderr, "kvpool master: cannot start: %s\n", st.ToString().c_str());
-    return 1;
-  }
+namespace {
+
+void LogStarted(const MasterOptions& options, Master& master) {
   spdlog::info("kvpool master listening on {}:{} epoch={:016x}", options.rpc_host, master.port(),
                master.epoch());
   if (options.enable_http_admin) {
@@ -202,18 +189,66 @@ int RunMaster(const MasterOptions& options) {
     spdlog::info("kvpool master ha: cluster={} role={} leader={} epoch={}", v.cluster, v.role,
                  v.leader.empty() ? "none" : v.leader, v.epoch);
   }
-  int sig = WaitForTerminationSignal();
-  if (master.lost_leadership()) {
-    master.Stop();
-    std::fprintf(stderr,
-                 "kvpool master: lost leadership of %s; exiting (restart it to join as a "
-                 "standby)\n",
-                 master.ha_view().cluster.c_str());
+}
+
+}  // namespace
+
+int RunMaster(const MasterOptions& options) {
+  Status st = ValidateMasterOptions(options);
+  if (!st.ok()) {
+    std::fprintf(stderr, "kvpool master: %s\n", st.ToString().c_str());
     return 1;
   }
-  spdlog::info("kvpool master stopping on signal {}", sig);
-  master.Stop();
-  return 0;
+  // Each term of this process is a whole new Master (empty table, new process epoch, standby
+  // until it wins an election with a new leadership epoch): a leader that lost its lease (etcd
+  // unreachable, process paused) drops everything of its term and rejoins, exactly as if its
+  // supervisor had restarted it, so that no state of an old term can leak into a new one. Later
+  // terms keep the ports the first one bound (also with port 0).
+  MasterOptions term = options;
+  for (int n = 0;; ++n) {
+    Master master(term);
+    st = master.Start();
+    if (!st.ok() && n == 0) {
+      // Both servers' errors name the address they could not bind.
+      std::fprintf(stderr, "kvpool master: cannot start: %s\n", st.ToString().c_str());
+      return 1;
+    }
+    if (!st.ok()) {
+      // Rejoining: what cost the lease (etcd down) may still be wrong. Try again each second.
+      spdlog::warn("kvpool master: rejoining {} as a standby failed: {}; retrying in 1 s",
+                   master.ha_view().cluster, st.ToString());
+      if (int sig = WaitForTerminationSignalFor(std::chrono::seconds(1)); sig != 0) {
+        spdlog::info("kvpool master stopping on signal {}", sig);
+        return 0;
+      }
+      continue;
+    }
+    if (n == 0) {
+      LogStarted(options, master);
+      term.rpc_port = master.port();
+      if (options.enable_http_admin) term.metrics_port = master.http_port();
+    } else {
+      spdlog::warn("kvpool master: rejoined {} as a standby (empty table, epoch={:016x})",
+                   master.ha_view().cluster, master.epoch());
+    }
+    // A lost leadership is noticed within 100 ms: the election thread has already stopped
+    // serving (LeaderElection::Lose); this only ends the term.
+    int sig = 0;
+    while (sig == 0 && !master.lost_leadership()) {
+      sig = WaitForTerminationSignalFor(std::chrono::milliseconds(100));
+    }
+    if (sig != 0) {
+      spdlog::info("kvpool master stopping on signal {}", sig);
+      master.Stop();
+      return 0;
+    }
+    const std::string cluster = master.ha_view().cluster;
+    master.Stop();
+    std::fprintf(stderr,
+                 "kvpool master: lost leadership of %s; rejoining the election as a standby with "
+                 "an empty table\n",
+                 cluster.c_str());
+  }
 }
 
 }  // namespace kvpool::master

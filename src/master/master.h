@@ -52,7 +52,8 @@ class Master {
   const MasterMetrics& metrics() const { return service_.metrics(); }
   // With enable_ha: role, epoch and leader (what /health shows). Role "single" without HA.
   HaView ha_view() const;
-  // With enable_ha, after Start: true once leadership was lost (the process should exit).
+  // With enable_ha, after Start: true once leadership was lost (this Master serves nothing more;
+  // RunMaster replaces it by a new one).
   bool lost_leadership() const { return election_ != nullptr && election_->lost(); }
   // How long Start waits for etcd's first answer.
   static constexpr Clock::duration kEtcdStartupDeadline = std::chrono::seconds(5);
@@ -76,9 +77,11 @@ class Master {
 };
 
 // The `kvpool master` command: validates, starts, logs "kvpool master listening on host:port
-// epoch=…", waits for SIGINT/SIGTERM, stops. Returns 0, or 1 after printing why to stderr (bad
-// options, port taken). REQUIRES: main called BlockTerminationSignals() before any thread
-// started, and configured logging.
+// epoch=…", waits for SIGINT/SIGTERM, stops. With enable_ha, a leadership lost ends the term:
+// the Master is stopped and a new one (empty table) rejoins the election as a standby on the
+// same ports, retried each second while etcd does not answer. Returns 0 on a signal, or 1 after
+// printing why to stderr (bad options, port taken, etcd unreachable at the first start). REQUIRES:
+// main called BlockTerminationSignals() before any thread started, and configured logging.
 int RunMaster(const MasterOptions& options);
 
 }  // namespace kvpool::master

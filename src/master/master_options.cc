@@ -120,6 +120,13 @@ void AddMasterFlags(CLI::App& app, MasterOptions& o) {
   AddConfigFileFlag(app, "master", o.config_source);
 }
 
+Status ValidateEtcdAddress(const MasterOptions& o) {
+  if (!o.enable_ha || o.etcd_endpoints.empty()) return Status::Ok();
+  auto members = ha::ParseEtcdEndpoints(o.etcd_endpoints, "--etcd_endpoints");
+  if (!members.ok()) return members.status();
+  return ha::ValidateClusterId(o.cluster_id, "--cluster_id");
+}
+
 Status ValidateHaOptions(const MasterOptions& o) {
   if (!o.enable_ha) return Status::Ok();
   if (o.ha_backend_type != "etcd") {
@@ -129,9 +136,7 @@ Status ValidateHaOptions(const MasterOptions& o) {
     return Status(ErrorCode::INVALID_PARAMS,
                   "--enable_ha needs --etcd_endpoints, e.g. \"10.0.0.1:2379;10.0.0.2:2379\"");
   }
-  auto members = ha::ParseEtcdEndpoints(o.etcd_endpoints, "--etcd_endpoints");
-  if (!members.ok()) return members.status();
-  KVPOOL_RETURN_IF_ERROR(ha::ValidateClusterId(o.cluster_id, "--cluster_id"));
+  KVPOOL_RETURN_IF_ERROR(ValidateEtcdAddress(o));
   if (o.ha_lease_ttl_sec < 1 || o.ha_lease_ttl_sec > 60) {
     return Bad("ha_lease_ttl_sec", std::to_string(o.ha_lease_ttl_sec), "1..60 seconds");
   }

@@ -120,6 +120,13 @@ Status ValidateMasterOptions(const MasterOptions& o);
 // The --enable_ha flags alone (part of ValidateMasterOptions): OK without HA.
 Status ValidateHaOptions(const MasterOptions& o);
 
+// The etcd address alone (part of ValidateHaOptions): --etcd_endpoints and --cluster_id, when
+// --enable_ha is on and --etcd_endpoints given. INVALID_PARAMS naming the flag, the text and the
+// expected form. `kvpool master` checks it first and exits 1 on it (docs/operations.md): a
+// malformed coordinator address is a start-up failure like an unreachable etcd, not a usage
+// error.
+Status ValidateEtcdAddress(const MasterOptions& o);
+
 // Parses one --tenant_quota value, "TENANT=SIZE", into o.tenant_quotas (a later one for the
 // same tenant wins). INVALID_PARAMS naming the value when it is not of that form, the tenant id
 // is invalid or the size does not parse.

@@ -69,6 +69,11 @@ void AddNodeFlags(CLI::App& app, NodeOptions& o) {
   AddConfigFileFlag(app, "node", o.config_source);
 }
 
+Status ValidateMasterAddress(const NodeOptions& o) {
+  auto master = ha::ParseMasterAddress(o.master_server_address, 50051, "--master_server_address");
+  return master.ok() ? Status::Ok() : master.status();
+}
+
 Status ValidateNodeOptions(NodeOptions& o) {
   auto size = ParseSize(o.global_segment_size, "--global_segment_size");
   if (!size.ok()) return size.status();
@@ -95,8 +100,7 @@ Status ValidateNodeOptions(NodeOptions& o) {
     return Status(ErrorCode::INVALID_PARAMS,
                   fmt::format("--disk_queue_depth {} is not in [1, 4096]", o.disk_queue_depth));
   }
-  auto master = ha::ParseMasterAddress(o.master_server_address, 50051, "--master_server_address");
-  if (!master.ok()) return master.status();
+  KVPOOL_RETURN_IF_ERROR(ValidateMasterAddress(o));
   if (o.host.empty()) return Status(ErrorCode::INVALID_PARAMS, "--host must not be empty");
   if (o.bind_address.empty()) {
     in6_addr tmp;

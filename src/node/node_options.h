@@ -64,4 +64,10 @@ void AddNodeFlags(CLI::App& app, NodeOptions& o);
 // naming the flag, the value and the fix (FILE_NOT_FOUND for a missing secret or TLS file).
 Status ValidateNodeOptions(NodeOptions& o);
 
+// --master_server_address alone (part of ValidateNodeOptions): "host[:port]" or
+// "etcd://MEMBERS[/cluster_id]"; INVALID_PARAMS naming the flag, the text and the expected form.
+// `kvpool node` checks it first and exits 1 on it, as the CLI does on a bad --master
+// (docs/operations.md): a malformed master address is a start-up failure, not a usage error.
+Status ValidateMasterAddress(const NodeOptions& o);
+
 }  // namespace kvpool::node

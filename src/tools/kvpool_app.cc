@@ -57,6 +57,12 @@ int RunKvpool(int argc, char** argv, ExtraCommands* extra) {
       std::cerr << "kvpool master: " << st.ToString() << "\n";
       return 2;
     }
+    // A malformed etcd address fails the start (exit 1), as an unreachable etcd does.
+    if (auto st = kvpool::master::ValidateEtcdAddress(master_options); !st.ok()) {
+      st = kvpool::WithConfigSource(st, master_options.config_source);
+      std::cerr << "kvpool master: " << st.ToString() << "\n";
+      return 1;
+    }
     if (auto st = kvpool::master::ValidateMasterOptions(master_options); !st.ok()) {
       st = kvpool::WithConfigSource(st, master_options.config_source);
       std::cerr << "kvpool master: " << st.ToString() << "\n";
@@ -73,6 +79,12 @@ int RunKvpool(int argc, char** argv, ExtraCommands* extra) {
     if (auto st = kvpool::InitLogging(node_options.log_level, "node"); !st.ok()) {
       std::cerr << "kvpool node: " << st.ToString() << "\n";
       return 2;
+    }
+    // A malformed master address fails the start (exit 1), as it does for the CLI's --master.
+    if (auto st = kvpool::node::ValidateMasterAddress(node_options); !st.ok()) {
+      st = kvpool::WithConfigSource(st, node_options.config_source);
+      std::cerr << "kvpool node: " << st.ToString() << "\n";
+      return 1;
     }
     if (auto st = kvpool::node::ValidateNodeOptions(node_options); !st.ok()) {
       st = kvpool::WithConfigSource(st, node_options.config_source);

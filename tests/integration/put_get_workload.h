@@ -56,15 +56,22 @@ class PutGetWorkload {
     return completed_;
   }
   SteadyClock::duration longest_call() const { return longest_.load(); }
+  SteadyClock::duration longest_put() const { return longest_put_.load(); }
+  SteadyClock::duration longest_get() const { return longest_get_.load(); }
+  size_t rounds() const { return rounds_.load(); }
   size_t wrong_bytes() const { return wrong_.load(); }
   size_t failed_calls() const { return failed_.load(); }
 
  private:
-  void Note(SteadyClock::time_point start) {
-    auto took = SteadyClock::now() - start;
-    auto prev = longest_.load();
-    while (took > prev && !longest_.compare_exchange_weak(prev, took)) {
+  static void Raise(std::atomic<SteadyClock::duration>& longest, SteadyClock::duration took) {
+    auto prev = longest.load();
+    while (took > prev && !longest.compare_exchange_weak(prev, took)) {
     }
+  }
+  void Note(SteadyClock::time_point start, std::atomic<SteadyClock::duration>& of_kind) {
+    auto took = SteadyClock::now() - start;
+    Raise(longest_, took);
+    Raise(of_kind, took);
   }
   void Run() {
     size_t next = 0;
@@ -80,7 +87,7 @@ class PutGetWorkload {
       for (auto& v : values) spans.emplace_back(v.data(), v.size());
       auto start = SteadyClock::now();
       auto st = client_->BatchPut(keys, spans, ReplicateConfig{});
-      Note(start);
+      Note(start, longest_put_);
       std::vector<std::string> back;  // a few earlier objects: any bytes returned must be right
       {
         std::lock_guard lock(mu_);
@@ -98,11 +105,12 @@ class PutGetWorkload {
       }
       start = SteadyClock::now();
       auto got = client_->BatchGet(back);
-      Note(start);
+      Note(start, longest_get_);
       for (size_t i = 0; i < back.size(); ++i) {
         if (got[i].ok() && *got[i] != ValueOf(back[i])) ++wrong_;
         if (!got[i].ok()) ++failed_;
       }
+      ++rounds_;
       std::this_thread::sleep_for(st.empty() || st[0].ok() ? options_.pause_after_put
                                                            : options_.pause_after_failure);
     }
@@ -115,6 +123,9 @@ class PutGetWorkload {
   std::mutex mu_;
   std::vector<Done> completed_;  // guarded by mu_
   std::atomic<SteadyClock::duration> longest_{SteadyClock::duration::zero()};
+  std::atomic<SteadyClock::duration> longest_put_{SteadyClock::duration::zero()};
+  std::atomic<SteadyClock::duration> longest_get_{SteadyClock::duration::zero()};
+  std::atomic<size_t> rounds_{0};
   std::atomic<size_t> wrong_{0};
   std::atomic<size_t> failed_{0};
 };
