@@ -106,7 +106,7 @@ def test_compat_module_exports_mooncake_names(monkeypatch):
                  "ReadTarget", "MooncakeDistributedNoFRegister", "bind_to_numa_node",
                  "get_alloc_func_addr", "get_free_func_addr", "_serialize_tensor",
                  "_tensor_metadata_size", "_deserialize_tensor", "BufferPool",
-                 "RegisteredBufferPool", "BufferLease"):
+                 "RegisteredBufferPool", "BufferLease", "EngramStore", "EngramStoreConfig"):
         assert hasattr(ms, name), name
     assert ms.KVCACHE == ms.ObjectDataType.KVCACHE and int(ms.KVCACHE) == 1
     assert ms.PROCESSING is ms.TaskStatus.PROCESSING  # exported last, as pybind11 does
