@@ -191,7 +191,13 @@ class EngramStore:
         return out
 
     def _nested_ids(self, row_ids) -> np.ndarray:
-        rows = [[[operator.index(h) for h in token] for token in batch] for batch in row_ids]
+        try:
+            rows = [[[operator.index(h) for h in token] for token in batch] for batch in row_ids]
+        except TypeError as e:
+            if "iterable" in str(e):
+                raise
+            # A non-int id: pybind11's failed cast, a RuntimeError in Mooncake's binding.
+            raise RuntimeError(f"Unable to cast a row id to int64: {e}") from None
         if not rows or not rows[0]:
             raise RuntimeError("row_ids must not be empty")
         num_heads, length = len(self._vocab), len(rows[0])

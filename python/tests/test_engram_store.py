@@ -123,7 +123,8 @@ def test_lookup_refusals(any_store, uid):
                       (np.array([[[0, -1]]]), "lookup failed"),
                       (np.zeros((0, 1, 2), dtype=np.int64), "lookup failed"),
                       ([], "empty"), ([[]], "empty"),
-                      ([[[0, 1]], [[0]]], "lookup failed")]:      # ragged
+                      ([[[0, 1]], [[0]]], "lookup failed"),       # ragged
+                      ([[[0, 1.5]]], "cast")]:
         with pytest.raises(RuntimeError, match=what):
             e.lookup(bad)
     assert e.remove_from_store() == 2
