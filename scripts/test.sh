@@ -47,7 +47,8 @@ run_pytest "torch tensors"
 run_pytest "numpy only" KVPOOL_TEST_HIDE_TORCH=1
 
 # Sanitizer run: leaks and undefined behaviour fail the run. The Python module is not built
-# here: an ASan extension cannot load into /usr/bin/python3.
+# here; the optimized gcc tree's ASan copy of it (build/python-asan, preloading gcc's libasan)
+# serves python/tests/test_buffer_handle_asan.py.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 CC=clang CXX=clang++ run_suite "ASan+UBSan (clang, with the fuzz targets)" build-sanitize \

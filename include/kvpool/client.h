@@ -283,7 +283,7 @@ class Client {
   virtual std::vector<Result<uint64_t>> BatchGetIntoMultiBuffers(
       const std::vector<std::string>& keys, const std::vector<std::vector<void*>>& ptrs,
       const std::vector<std::vector<size_t>>& sizes) = 0;
-  // Upsert: like BatchPutFrom but replaces an existing object (OBJECT_HAS_LEASE while a reader
+  // Upsert: like BatchPutFrom but replaces an existing object (OBJECT_REPLICA_BUSY while a reader
   // holds it).
   virtual std::vector<Status> BatchUpsertFrom(const std::vector<std::string>& keys,
                                               const std::vector<const void*>& ptrs,

@@ -37,12 +37,19 @@ enum class ErrorCode : int32_t {
   OBJECT_ALREADY_EXISTS = -705,     // [no-retry]
   OBJECT_HAS_LEASE = -706,          // [retry] object is leased by a reader; use force or wait.
   LEASE_EXPIRED = -707,             // [redo] the transfer outlived its read lease.
-  REPLICA_NOT_FOUND = -710,         // [redo]
-  REPLICA_IS_GONE = -712,           // [redo]
-  TRANSFER_FAIL = -800,             // [redo] the byte transfer with a node failed.
-  CHECKSUM_MISMATCH = -801,         // [redo] bytes read do not match the object's checksum.
-  RPC_FAIL = -900,                  // [retry] peer unreachable or connection broken.
-  RPC_TIMEOUT = -901,               // [retry] the call's deadline passed.
+  // [retry] Mooncake's refusal of a remove or upsert while a copy, move, promotion or started
+  // offload task runs on the object. kvpool runs no such tasks (its disk offload never blocks a
+  // remove or upsert), so it never returns it; defined so the number keeps its meaning.
+  OBJECT_HAS_REPLICATION_TASK = -708,
+  REPLICA_NOT_FOUND = -710,  // [redo]
+  REPLICA_IS_GONE = -712,    // [redo]
+  // [retry] an upsert of an object a reader's transfer holds (its read lease); goes through once
+  // the read ends. Mooncake's number for the same refusal (a remove says OBJECT_HAS_LEASE).
+  OBJECT_REPLICA_BUSY = -714,
+  TRANSFER_FAIL = -800,      // [redo] the byte transfer with a node failed.
+  CHECKSUM_MISMATCH = -801,  // [redo] bytes read do not match the object's checksum.
+  RPC_FAIL = -900,           // [retry] peer unreachable or connection broken.
+  RPC_TIMEOUT = -901,        // [retry] the call's deadline passed.
   // [retry] etcd (master high availability) unreachable or its answer unusable; the message
   // names the endpoints tried. Mooncake's number.
   ETCD_OPERATION_ERROR = -1000,
@@ -54,11 +61,17 @@ enum class ErrorCode : int32_t {
   // leads and send the request there. A client given an etcd:// address does that itself
   // within the call's deadline (docs/failure-model.md, "Master high availability").
   NOT_LEADER = -1050,
-  FILE_NOT_FOUND = -1100,                 // [no-retry]
-  FILE_OPEN_FAIL = -1101,                 // [no-retry]
-  FILE_READ_FAIL = -1102,                 // [no-retry]
-  FILE_WRITE_FAIL = -1103,                // [no-retry]
-  TENANT_QUOTA_EXCEEDED = -1700,          // [retry]
+  FILE_NOT_FOUND = -1100,   // [no-retry]
+  FILE_OPEN_FAIL = -1101,   // [no-retry]
+  FILE_READ_FAIL = -1102,   // [no-retry]
+  FILE_WRITE_FAIL = -1103,  // [no-retry]
+  // [no-retry] query_task of a task id the pool does not know (kvpool runs no replica tasks,
+  // so every id is unknown). Mooncake's number.
+  TASK_NOT_FOUND = -1400,
+  // [no-retry] a put or upsert asked for a DFS replica (dfs_replica_num 1) and the pool has no
+  // DFS backend (kvpool has none). Mooncake's number.
+  DFS_SERVICE_UNAVAILABLE = -1601,
+  TENANT_QUOTA_EXCEEDED = -1700,  // [retry]
 };
 
 // The enum's name ("OBJECT_NOT_FOUND"); "UNKNOWN_ERROR(<n>)" for a number not in the enum.

@@ -36,6 +36,7 @@ OBJECT_NOT_FOUND = -704
 UNAVAILABLE_IN_CURRENT_STATUS = -1010
 UNAVAILABLE_IN_CURRENT_MODE = -1011
 NOT_SUPPORTED = -1012
+TASK_NOT_FOUND = -1400
 
 _NO_CUDA = ("CUDA destinations need Mooncake's CUDA IPC path; kvpool moves host memory only "
             "(read with get_tensor_into into host memory, then copy to the device)")
@@ -431,7 +432,10 @@ class MooncakeStoreMethods:
         return (0, 0), _fail(NOT_SUPPORTED, "move tasks are not supported by kvpool")
 
     def query_task(self, task_id):
-        return None, _fail(NOT_SUPPORTED, "tasks are not supported by kvpool")
+        # Mooncake answers an unknown id with TASK_NOT_FOUND; kvpool creates no tasks, so every
+        # id is unknown.
+        return None, _fail(TASK_NOT_FOUND, f"task_id={task_id!r} not found: kvpool runs no "
+                           "copy or move tasks")
 
     def mount_segment(self, path, size, offset=0, protocol="tcp", location=""):
         return {"ret": _fail(NOT_SUPPORTED, "file segments are not supported: contribute "

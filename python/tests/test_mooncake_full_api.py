@@ -106,7 +106,7 @@ def test_compat_module_exports_mooncake_names(monkeypatch):
                  "ReadTarget", "MooncakeDistributedNoFRegister", "bind_to_numa_node",
                  "get_alloc_func_addr", "get_free_func_addr", "_serialize_tensor",
                  "_tensor_metadata_size", "_deserialize_tensor", "BufferPool",
-                 "RegisteredBufferPool", "BufferLease"):
+                 "RegisteredBufferPool", "BufferLease", "EngramStore", "EngramStoreConfig"):
         assert hasattr(ms, name), name
     assert ms.KVCACHE == ms.ObjectDataType.KVCACHE and int(ms.KVCACHE) == 1
     assert ms.PROCESSING is ms.TaskStatus.PROCESSING  # exported last, as pybind11 does
@@ -364,7 +364,8 @@ def test_replica_descriptors(any_store, uid):
     (lambda s: s.batch_replica_clear(["k"], segment_name="x"), []),
     (lambda s: s.create_copy_task("k", ["a"]), ((0, 0), int(ErrorCode.NOT_SUPPORTED))),
     (lambda s: s.create_move_task("k", "a", "b"), ((0, 0), int(ErrorCode.NOT_SUPPORTED))),
-    (lambda s: s.query_task((1, 2)), (None, int(ErrorCode.NOT_SUPPORTED))),
+    # Mooncake's answer for an unknown task id (kvpool makes none): -1400 TASK_NOT_FOUND.
+    (lambda s: s.query_task((1, 2)), (None, -1400)),
     (lambda s: s.mount_segment("/p", 4096), {"ret": -1012, "segment_ids": []}),
     (lambda s: s.unmount_segment(["1-2"], grace_period_seconds=0), -1012),
     (lambda s: s.allocate_and_mount_segment(1 << 20),
@@ -412,6 +413,16 @@ def test_replicate_config_refusals_at_put(store, uid):
     nof = ReplicateConfig()
     nof.nof_replica_num = 1
     assert store.put(f"{uid}-3", b"v", nof) == INVALID and "NVMe-oF" in kvpool.last_error()
+    # A DFS replica: Mooncake's -1601 DFS_SERVICE_UNAVAILABLE (no DFS backend), nothing
+    # written; more than one DFS replica is INVALID_PARAMS, as Mooncake's.
+    dfs = ReplicateConfig()
+    dfs.dfs_replica_num = 1
+    assert store.put(f"{uid}-5", b"v", dfs) == -1601 == int(ErrorCode.DFS_SERVICE_UNAVAILABLE)
+    assert "DFS" in kvpool.last_error() and store.is_exist(f"{uid}-5") == 0
+    assert store.upsert(f"{uid}-5", b"v", dfs) == -1601
+    assert store.batch_put_from_buffers([f"{uid}-5", f"{uid}-6"], [b"a", b"b"], dfs) == [-1601] * 2
+    dfs.dfs_replica_num = 2
+    assert store.put(f"{uid}-5", b"v", dfs) == INVALID
     ok = ReplicateConfig()
     ok.soft_pin_action = SoftPinAction.ENABLE
     ok.soft_pin_ttl_ms = 1000

@@ -16,6 +16,19 @@ TEST(StatusTest, NumbersMatchMooncake) {
   EXPECT_EQ(static_cast<int>(ErrorCode::ETCD_OPERATION_ERROR), -1000);
   EXPECT_EQ(static_cast<int>(ErrorCode::NOT_LEADER), -1050);
   EXPECT_EQ(ErrorCodeName(ErrorCode::NOT_LEADER), "NOT_LEADER");
+  // The four that reach Mooncake's Python callers beyond its first list (its types.h numbers).
+  EXPECT_EQ(static_cast<int>(ErrorCode::OBJECT_HAS_REPLICATION_TASK), -708);
+  EXPECT_EQ(static_cast<int>(ErrorCode::OBJECT_REPLICA_BUSY), -714);
+  EXPECT_EQ(static_cast<int>(ErrorCode::TASK_NOT_FOUND), -1400);
+  EXPECT_EQ(static_cast<int>(ErrorCode::DFS_SERVICE_UNAVAILABLE), -1601);
+  // A peer's number survives the wire (an unnamed one would arrive as INTERNAL_ERROR), and
+  // metrics labels and CLI messages print the name.
+  for (int n : {-708, -714, -1400, -1601}) {
+    EXPECT_EQ(static_cast<int>(ErrorCodeFromInt(n)), n);
+    EXPECT_EQ(ErrorCodeName(ErrorCodeFromInt(n)).find("UNKNOWN"), std::string::npos) << n;
+  }
+  EXPECT_EQ(ErrorCodeName(ErrorCode::OBJECT_REPLICA_BUSY), "OBJECT_REPLICA_BUSY");
+  EXPECT_EQ(ErrorCodeName(ErrorCode::DFS_SERVICE_UNAVAILABLE), "DFS_SERVICE_UNAVAILABLE");
 }
 
 TEST(StatusTest, ToStringCarriesContext) {

@@ -367,7 +367,8 @@ bool MasterCore::ResolveExisting(ObjectTable::Shard& shard, Object* obj, const P
     return true;
   }
   if (obj->leased(ctx.now_ns)) {
-    SetResult(out, ErrorCode::OBJECT_HAS_LEASE,
+    // Mooncake's code for an upsert under a reader (a remove there says OBJECT_HAS_LEASE).
+    SetResult(out, ErrorCode::OBJECT_REPLICA_BUSY,
               fmt::format("key={} is leased by a reader for {} ms more; upsert later", obj->key(),
                           (obj->lease_until_ns() - ctx.now_ns) / 1000000));
     return true;

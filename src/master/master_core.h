@@ -130,7 +130,7 @@ class MasterCore {
   //   OK with already_exists (nothing to write): a complete object, or a pending one younger
   //     than put_start_discard_timeout (another put is writing it).
   //   INVALID_KEY; INVALID_PARAMS (size 0).
-  //   With upsert: OBJECT_HAS_LEASE (complete and leased), REPLICA_IS_NOT_READY (pending).
+  //   With upsert: OBJECT_REPLICA_BUSY (complete and leased), REPLICA_IS_NOT_READY (pending).
   //   NO_AVAILABLE_HANDLE: no segment mounted; larger than every segment (nothing is evicted
   //     for it); or no room because every complete object is leased or hard-pinned (the rest
   //     pending): the message says which, and refused() counts it.

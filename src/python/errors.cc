@@ -31,8 +31,10 @@ constexpr ErrorCode kCodes[] = {
     ErrorCode::OBJECT_ALREADY_EXISTS,
     ErrorCode::OBJECT_HAS_LEASE,
     ErrorCode::LEASE_EXPIRED,
+    ErrorCode::OBJECT_HAS_REPLICATION_TASK,
     ErrorCode::REPLICA_NOT_FOUND,
     ErrorCode::REPLICA_IS_GONE,
+    ErrorCode::OBJECT_REPLICA_BUSY,
     ErrorCode::TRANSFER_FAIL,
     ErrorCode::CHECKSUM_MISMATCH,
     ErrorCode::RPC_FAIL,
@@ -46,6 +48,8 @@ constexpr ErrorCode kCodes[] = {
     ErrorCode::FILE_OPEN_FAIL,
     ErrorCode::FILE_READ_FAIL,
     ErrorCode::FILE_WRITE_FAIL,
+    ErrorCode::TASK_NOT_FOUND,
+    ErrorCode::DFS_SERVICE_UNAVAILABLE,
     ErrorCode::TENANT_QUOTA_EXCEEDED,
 };
 

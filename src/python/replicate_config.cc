@@ -37,10 +37,16 @@ Result<ReplicateConfig> PyReplicateConfig::ToCore() const {
                   fmt::format("ReplicateConfig.nof_replica_num={}: kvpool has no NVMe-oF tier",
                               nof_replica_num));
   }
-  if (dfs_replica_num > 0) {
+  // As Mooncake's master: a DFS replica count is 0 or 1; asking for one where no DFS backend is
+  // configured (kvpool never has one) is DFS_SERVICE_UNAVAILABLE.
+  if (dfs_replica_num > 1) {
     return Status(
         ErrorCode::INVALID_PARAMS,
-        fmt::format("ReplicateConfig.dfs_replica_num={}: kvpool has no DFS tier", dfs_replica_num));
+        fmt::format("ReplicateConfig.dfs_replica_num={} is outside 0..1", dfs_replica_num));
+  }
+  if (dfs_replica_num == 1) {
+    return Status(ErrorCode::DFS_SERVICE_UNAVAILABLE,
+                  "ReplicateConfig.dfs_replica_num=1: kvpool has no DFS backend");
   }
   const bool pin = soft_pin_action == SoftPinAction::ENABLE ||
                    (soft_pin_action == SoftPinAction::PRESERVE && with_soft_pin);

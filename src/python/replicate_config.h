@@ -58,8 +58,10 @@ struct PyReplicateConfig {
   std::vector<std::string> preferred_nof_segments;
   ObjectDataType data_type = ObjectDataType::UNKNOWN;
 
-  // The client's config. Errors: INVALID_PARAMS (replica_num outside 1..16, nof_replica_num or
-  // dfs_replica_num > 0, soft_pin_ttl_ms without ENABLE (or with_soft_pin), or above 24 h).
+  // The client's config. Errors: INVALID_PARAMS (replica_num outside 1..16, nof_replica_num
+  // > 0, dfs_replica_num > 1, soft_pin_ttl_ms without ENABLE (or with_soft_pin), or above 24 h);
+  // DFS_SERVICE_UNAVAILABLE (dfs_replica_num 1: kvpool has no DFS backend, as Mooncake's master
+  // without one).
   Result<ReplicateConfig> ToCore() const;
   std::string Repr() const;
 };

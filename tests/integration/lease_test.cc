@@ -138,7 +138,7 @@ TEST(LeaseTest, AKilledReadersLeasesEndWithItsLiveness) {
   ASSERT_TRUE(c->RegisterBuffer(buf.data(), buf.size()).ok());
   FillObject("k/1", 1, buf.data(), buf.size());
   EXPECT_EQ(c->BatchUpsertFrom({"k/1"}, {buf.data()}, {1000})[0].code(),
-            ErrorCode::OBJECT_HAS_LEASE);
+            ErrorCode::OBJECT_REPLICA_BUSY);
   auto s = c->Stat();
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->leases_held, 1u);
@@ -252,7 +252,7 @@ TEST(LeaseTest, UpsertUnderAReaderNeverShowsAMix) {
       ptrs.push_back(buf.data() + i * kSize);
       sizes.push_back(kSize);
     }
-    // Each key is retried while a read holds it (OBJECT_HAS_LEASE), for at most 2 s.
+    // Each key is retried while a read holds it (OBJECT_REPLICA_BUSY), for at most 2 s.
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
     std::vector<bool> done(kKeys, false);
     while (std::chrono::steady_clock::now() < until &&
@@ -264,7 +264,7 @@ TEST(LeaseTest, UpsertUnderAReaderNeverShowsAMix) {
           done[i] = true;
           ++upserts;
         } else {
-          EXPECT_EQ(st.code(), ErrorCode::OBJECT_HAS_LEASE) << st.ToString();
+          EXPECT_EQ(st.code(), ErrorCode::OBJECT_REPLICA_BUSY) << st.ToString();
         }
       }
     }

@@ -19,6 +19,7 @@ from kvpool.buffer_pool import (  # noqa: F401
     RegisteredBufferLeaseView,
     RegisteredBufferPool,
 )
+from kvpool.engram_store import EngramStore, EngramStoreConfig  # noqa: F401
 from kvpool.mooncake_api import (  # noqa: F401
     _deserialize_tensor,
     _serialize_tensor,
@@ -58,7 +59,7 @@ del _enum_type, _name, _member
 __all__ = [
     "BufferHandle", "BufferLease", "BufferLeaseView", "BufferPool", "RegisteredBufferLease",
     "RegisteredBufferLeaseView", "RegisteredBufferPool", "Descriptor", "DiskDescriptor", "ErrorCode", "KVPoolError",
-    "MemoryDescriptor", "MooncakeDistributedNoFRegister", "MooncakeDistributedStore",
+    "EngramStore", "EngramStoreConfig", "MemoryDescriptor", "MooncakeDistributedNoFRegister", "MooncakeDistributedStore",
     "MooncakeHostMemAllocator", "ObjectDataType", "ParallelAxis", "QueryTaskResponse",
     "ReadTarget", "ReplicaDescriptor", "ReplicaStatus", "ReplicateConfig", "SoftPinAction",
     "TaskStatus", "TaskType", "TensorParallelism", "bind_to_numa_node", "get_alloc_func_addr",
