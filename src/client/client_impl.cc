@@ -123,6 +123,7 @@ Status ClientImpl::Init() {
     ho.port = options_.segment_port;
     ho.size = options_.global_segment_size;
     ho.memory.huge_pages = options_.use_hugepage;
+    ho.memory.transparent_huge_pages = hosting_.transparent_huge_pages;
     ho.memory.prefault = hosting_.prefault || options_.prefault_segment;
     ho.memory.prefault_in_background =
         hosting_.prefault_in_background.value_or(options_.prefault_segment_in_background);

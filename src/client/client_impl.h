@@ -37,7 +37,8 @@ struct HostingOptions {
   bool prefault = false;              // fault the segment in at start (blocking)
   // Fault it in on a thread of its own after start (unset: ClientOptions decides).
   std::optional<bool> prefault_in_background;
-  int io_threads = 2;  // data server threads
+  bool transparent_huge_pages = false;  // SegmentMemoryOptions::transparent_huge_pages
+  int io_threads = 2;                   // data server threads
   // Without a secret, the data port refuses peers from other hosts (a node unless --insecure;
   // rpc::ServerOptions::protected_mode).
   bool protected_mode = false;

@@ -202,6 +202,14 @@ double ChildProcess::CpuSeconds() const {
   return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
+uint64_t ChildProcess::ResidentBytes() const {
+  if (exit_status_ != -1 || pid_ <= 0) return 0;
+  std::ifstream in(fmt::format("/proc/{}/statm", pid_));
+  uint64_t size = 0, resident = 0;
+  if (!(in >> size >> resident)) return 0;
+  return resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
 std::string ChildProcess::Log() const {
   std::ifstream in(log_path_);
   std::stringstream ss;

@@ -66,6 +66,8 @@ class ChildProcess {
   // CPU seconds (user + system) the child used so far: from /proc while it runs, from its
   // rusage once reaped.
   double CpuSeconds() const;
+  // Resident memory of the child now (/proc/PID/statm; 0 once reaped or unreadable).
+  uint64_t ResidentBytes() const;
   // What the child printed so far, and its last `bytes`.
   std::string Log() const;
   std::string LogTail(size_t bytes = 2000) const;

@@ -32,6 +32,7 @@ Result<std::unique_ptr<Node>> Node::Start(const NodeOptions& options) {
   client::HostingOptions ho;
   ho.bind_host = options.bind_address;
   ho.prefault_in_background = options.prefault;
+  ho.transparent_huge_pages = options.transparent_hugepage;
   ho.io_threads = options.io_threads;
   ho.protected_mode = !options.security.insecure;
   // An attached engine's large batch is copied by this many threads at once (the caller's too).

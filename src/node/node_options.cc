@@ -22,6 +22,9 @@ void AddNodeFlags(CLI::App& app, NodeOptions& o) {
                  "DRAM this node contributes, e.g. 4GB, 512MB")
       ->capture_default_str();
   app.add_flag("--use_hugepage", o.use_hugepage, "Back the segment with reserved huge pages");
+  app.add_flag("--transparent_hugepage", o.transparent_hugepage,
+               "Ask for transparent huge pages for the segment (madvise; slower first touch on "
+               "VMs, see docs/operations.md)");
   app.add_option("--prefault", o.prefault,
                  "Fault the segment's pages in on a background thread at start, so the first "
                  "writes run at full speed (true/false; bare --prefault, as before: true)")

@@ -19,6 +19,7 @@ struct NodeOptions {
   std::string master_server_address = "127.0.0.1:50051";  // --master_server_address
   std::string global_segment_size = "4GB";  // --global_segment_size: DRAM served ("4GB" style)
   bool use_hugepage = false;                // --use_hugepage: MAP_HUGETLB (reserve pages first)
+  bool transparent_hugepage = false;        // --transparent_hugepage: madvise(MADV_HUGEPAGE)
   bool prefault = true;  // --prefault: fault the segment in on a background thread at start
   int io_threads = 2;    // --io_threads: data server threads
   int heartbeat_interval_ms = 1000;  // --heartbeat_interval_ms

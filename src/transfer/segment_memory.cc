@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,7 +42,9 @@ Result<std::unique_ptr<SegmentMemory>> SegmentMemory::Map(uint64_t size,
         ErrorCode::NO_AVAILABLE_HANDLE,
         fmt::format("cannot map a segment of {}: {}{}", FormatSize(size), strerror(err), hint));
   }
-  if (!options.huge_pages) ::madvise(p, mapped, MADV_HUGEPAGE);  // best effort
+  if (!options.huge_pages && options.transparent_huge_pages) {
+    ::madvise(p, mapped, MADV_HUGEPAGE);  // best effort
+  }
   uint64_t incarnation = 0;
   while (incarnation == 0) incarnation = RandomU64();
   std::unique_ptr<SegmentMemory> memory(
@@ -53,8 +56,13 @@ Result<std::unique_ptr<SegmentMemory>> SegmentMemory::Map(uint64_t size,
 }
 
 void SegmentMemory::PrefaultInBackground() {
-  // Chunks small enough that a stop (the segment going away) waits at most a few ms.
-  constexpr uint64_t kChunk = 32ull << 20;
+  // Below the serving threads: this is work ahead of need, and must not take a core from them.
+  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19);
+  // Small chunks: each holds the process's mmap lock for reading, and a writer of it (the node
+  // mapping an attached engine's memory) waits for the chunk in hand, with every fault queued
+  // behind it. At the 0.3 GB/s a VM may back fresh memory with, 2 MiB is ~7 ms; it also bounds
+  // how long a stop (the segment going away) waits.
+  constexpr uint64_t kChunk = 2ull << 20;
   for (uint64_t off = 0; off < mapped_ && !stop_.load(std::memory_order_relaxed); off += kChunk) {
     const uint64_t n = std::min(kChunk, mapped_ - off);
     if (::madvise(base_ + off, n, MADV_POPULATE_WRITE) != 0) {

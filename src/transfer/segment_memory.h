@@ -15,6 +15,11 @@ namespace kvpool::transfer {
 struct SegmentMemoryOptions {
   bool huge_pages = false;  // MAP_HUGETLB (needs reserved pages: /proc/sys/vm/nr_hugepages)
   bool prefault = false;    // MAP_POPULATE: pay page faults at start, not on first write
+  // madvise(MADV_HUGEPAGE) (with the kernel's THP "madvise" policy). Off by default: measured on
+  // a 2-core VM (docs/benchmarks.md), first touch of THP memory ran at 0.25 GB/s against 1.9
+  // GB/s for 4 KiB pages (a fresh huge page is zeroed whole, and a VM whose free memory went back
+  // to its host backs it anew), and copies into touched memory were no faster.
+  bool transparent_huge_pages = false;
   // Fault the pages in on a thread of the segment's own after Map returns (madvise
   // MADV_POPULATE_WRITE, which keeps what writers put meanwhile), so the first pass of writes
   // runs at steady-state speed without delaying start-up. Ignored with `prefault`.
@@ -23,8 +28,8 @@ struct SegmentMemoryOptions {
 
 class SegmentMemory {
  public:
-  // Maps `size` bytes (rounded up to the page size). Without huge_pages, transparent huge pages
-  // are requested with madvise where the kernel allows.
+  // Maps `size` bytes (rounded up to the page size); with transparent_huge_pages (and without
+  // huge_pages), transparent huge pages are requested with madvise where the kernel allows.
   // Errors: INVALID_PARAMS for size 0; NO_AVAILABLE_HANDLE naming the size and the reason
   // (e.g. no huge pages reserved) when the mapping fails.
   static Result<std::unique_ptr<SegmentMemory>> Map(uint64_t size, SegmentMemoryOptions options);
