@@ -11,9 +11,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -227,16 +230,34 @@ bool ChildProcess::WaitForLog(const std::string& text, std::chrono::milliseconds
 }
 
 uint16_t FreeLoopbackPort() {
+  // Ports handed out lately in this process: a caller asks for several before any is bound (a
+  // master's RPC and metrics ports), and a free port picked twice made a master refuse
+  // --metrics_port == --rpc_port. The one piece of process-wide state here; it only ever
+  // narrows the choice.
+  static std::mutex mu;
+  static std::array<uint16_t, 512> recent{};
+  static size_t next = 0;
+  auto fresh = [&](uint16_t p) {
+    std::lock_guard lock(mu);
+    if (p == 0 || std::find(recent.begin(), recent.end(), p) != recent.end()) return false;
+    recent[next++ % recent.size()] = p;
+    return true;
+  };
   const int low = EphemeralLow();
   constexpr int kFirst = 10000;
   if (low > kFirst + 1000) {
     std::mt19937 rng(std::random_device{}());
     std::uniform_int_distribution<int> pick(kFirst, low - 1);
-    for (int i = 0; i < 100; ++i) {
-      if (uint16_t p = TryBind(static_cast<uint16_t>(pick(rng))); p != 0) return p;
+    for (int i = 0; i < 200; ++i) {
+      const uint16_t p = TryBind(static_cast<uint16_t>(pick(rng)));
+      if (fresh(p)) return p;
     }
   }
-  return TryBind(0);
+  for (int i = 0; i < 100; ++i) {
+    const uint16_t p = TryBind(0);
+    if (fresh(p)) return p;
+  }
+  return 0;
 }
 
 bool LoopbackAccepts(uint16_t port) {
