@@ -113,7 +113,8 @@ TEST(LeaderElectionTest, LeaderThatCannotRenewStopsBeforeTheLeaseLapsesAndIsLost
   EXPECT_LT(Clock::now() - cut, milliseconds(800));
   EXPECT_EQ(e.Admit(rpc::PUT_START).code(), ErrorCode::NOT_LEADER);
   ASSERT_TRUE(WaitFor([&] { return e.lost(); }));
-  EXPECT_TRUE(lost_called);
+  // lost() turns true just before the callback runs, on the election's thread.
+  EXPECT_TRUE(WaitFor([&] { return lost_called.load(); }));
   s.reachable = true;  // never leads again in this process
   std::this_thread::sleep_for(milliseconds(100));
   EXPECT_EQ(e.Admit(rpc::PING).code(), ErrorCode::NOT_LEADER);
