@@ -14,6 +14,17 @@
 
 namespace kvpool::tools {
 
+namespace {
+
+// Prints why `role` cannot start (naming the --config line a bad value came from) and returns
+// the exit code: 1 a failure, 2 a usage error.
+int CannotStart(const char* role, const Status& st, const ConfigSource& source, int code) {
+  std::cerr << "kvpool " << role << ": " << WithConfigSource(st, source).ToString() << "\n";
+  return code;
+}
+
+}  // namespace
+
 int RunKvpool(int argc, char** argv, ExtraCommands* extra) {
   // Before any thread starts, so every thread inherits the mask and main can sigwait.
   kvpool::BlockTerminationSignals();
@@ -53,43 +64,33 @@ int RunKvpool(int argc, char** argv, ExtraCommands* extra) {
     return 1;
   }
   if (master->parsed()) {
+    const auto& source = master_options.config_source;
     if (auto st = kvpool::InitLogging(master_options.log_level, "master"); !st.ok()) {
-      std::cerr << "kvpool master: " << st.ToString() << "\n";
-      return 2;
+      return CannotStart("master", st, source, 2);
     }
     // A malformed etcd address fails the start (exit 1), as an unreachable etcd does.
     if (auto st = kvpool::master::ValidateEtcdAddress(master_options); !st.ok()) {
-      st = kvpool::WithConfigSource(st, master_options.config_source);
-      std::cerr << "kvpool master: " << st.ToString() << "\n";
-      return 1;
+      return CannotStart("master", st, source, 1);
     }
     if (auto st = kvpool::master::ValidateMasterOptions(master_options); !st.ok()) {
-      st = kvpool::WithConfigSource(st, master_options.config_source);
-      std::cerr << "kvpool master: " << st.ToString() << "\n";
-      return 2;
+      return CannotStart("master", st, source, 2);
     }
     if (auto st = kvpool::rpc::ResolveAuthSecret(master_options.security); !st.ok()) {
-      st = kvpool::WithConfigSource(st, master_options.config_source);
-      std::cerr << "kvpool master: " << st.ToString() << "\n";
-      return 2;
+      return CannotStart("master", st, source, 2);
     }
     return kvpool::master::RunMaster(master_options);
   }
   if (node->parsed()) {
+    const auto& source = node_options.config_source;
     if (auto st = kvpool::InitLogging(node_options.log_level, "node"); !st.ok()) {
-      std::cerr << "kvpool node: " << st.ToString() << "\n";
-      return 2;
+      return CannotStart("node", st, source, 2);
     }
     // A malformed master address fails the start (exit 1), as it does for the CLI's --master.
     if (auto st = kvpool::node::ValidateMasterAddress(node_options); !st.ok()) {
-      st = kvpool::WithConfigSource(st, node_options.config_source);
-      std::cerr << "kvpool node: " << st.ToString() << "\n";
-      return 1;
+      return CannotStart("node", st, source, 1);
     }
     if (auto st = kvpool::node::ValidateNodeOptions(node_options); !st.ok()) {
-      st = kvpool::WithConfigSource(st, node_options.config_source);
-      std::cerr << "kvpool node: " << st.ToString() << "\n";
-      return 2;
+      return CannotStart("node", st, source, 2);
     }
     return kvpool::node::RunNode(node_options);
   }
