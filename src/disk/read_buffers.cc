@@ -44,11 +44,12 @@ void ReadBuffers::Return(AlignedBuffer* buffer) {
   kept_ += owned->size();
   idle_.push_back(std::move(owned));
   // Over the cap: drop the largest idle buffers first (a rare huge READ must not pin its size).
-  std::sort(idle_.begin(), idle_.end(),
-            [](const auto& a, const auto& b) { return a->size() < b->size(); });
   while (kept_ > max_kept_) {
-    kept_ -= idle_.back()->size();
-    idle_.pop_back();
+    auto largest = std::max_element(idle_.begin(), idle_.end(), [](const auto& a, const auto& b) {
+      return a->size() < b->size();
+    });
+    kept_ -= (*largest)->size();
+    idle_.erase(largest);
   }
 }
 
