@@ -151,7 +151,7 @@ Status ClientImpl::Init() {
   }
   heartbeat_ = std::make_unique<node::Heartbeat>(
       master_.get(), options_.heartbeat_interval, options_.rpc_timeout,
-      [this] { MountOwnSegment(); }, host_.get());
+      [this] { (void)MountOwnSegment(); }, host_.get());
   // Without mount_at_init the heartbeat (which mounts a segment the master does not know)
   // waits for MountSegmentNow too.
   if (hosting_.mount_at_init || host_ == nullptr) heartbeat_->Start();
@@ -161,14 +161,16 @@ Status ClientImpl::Init() {
 }
 
 void ClientImpl::MountSegmentNow() {
-  MountOwnSegment();
+  Status st = MountOwnSegment();
+  heartbeat_->NoteMasterCall(st);
   if (!hosting_.mount_at_init && host_ != nullptr) heartbeat_->Start();
 }
 
-void ClientImpl::MountOwnSegment() {
-  if (host_ == nullptr) return;
+Status ClientImpl::MountOwnSegment() {
+  if (host_ == nullptr) return Status::Ok();
   Status st = host_->Mount(*master_, RpcDeadline());
-  if (!st.ok()) spdlog::warn("re-mount of segment={} failed: {}", host_->name(), st.ToString());
+  if (!st.ok()) spdlog::warn("mount of segment={} failed: {}", host_->name(), st.ToString());
+  return st;
 }
 
 Status ClientImpl::CheckOpen() const {

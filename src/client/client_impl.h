@@ -192,7 +192,7 @@ class ClientImpl : public Client {
   Deadline TransferDeadline(Deadline limit = Deadline::max()) const {
     return std::min(DeadlineAfter(options_.transfer_timeout), limit);
   }
-  void MountOwnSegment();
+  Status MountOwnSegment();
 
   // How long a finished read lease waits for a request to carry it before the flusher sends it.
   static constexpr Clock::duration kLeaseFlushDelay = std::chrono::milliseconds(2);

@@ -278,12 +278,15 @@ rpc::PutStartResult MasterCore::PutOne(const rpc::PutItem& item, const PutContex
                             item.key(), item.size()));
       return out;
     }
-    uint64_t need = registry_.Reserved(item.size()) * ctx.replica_num;
-    uint64_t ratio_bytes = static_cast<uint64_t>(options_.eviction_ratio *
-                                                 static_cast<double>(registry_.Usage().capacity));
+    const uint64_t capacity = registry_.Usage().capacity;
+    const uint64_t base = registry_.Reserved(item.size()) * ctx.replica_num;
+    const uint64_t need = base > (capacity >> attempt) ? capacity : base << attempt;
+    uint64_t ratio_bytes =
+        static_cast<uint64_t>(options_.eviction_ratio * static_cast<double>(capacity));
     // Synchronous eviction: least recently used first, young objects too (the put needs the room
-    // now), every unleased object a candidate. Retried while it frees something, since a
-    // concurrent put may take the room first or the freed space may be on the wrong segments.
+    // now), every unleased object a candidate. Retried, with twice the target each time, while it
+    // frees something: a concurrent put may take the room first, or the freed space may be on
+    // the wrong segments or in holes too small for this object.
     EvictionResult r = evictor_.Evict(std::max(need, ratio_bytes), std::nullopt, ctx.now_ns,
                                       std::nullopt, Nanos(options_.eviction_min_age),
                                       /*young_too=*/true);

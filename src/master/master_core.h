@@ -254,8 +254,11 @@ class MasterCore {
 
  private:
   struct PutContext;
-  // Evictions one put item may run before it is refused (each must free something).
-  static constexpr int kPutEvictionAttempts = 3;
+  // Evictions one put item may run before it is refused. Each must free something, and each
+  // targets twice the bytes of the one before: freed bytes scattered between newer objects may
+  // leave no hole the put fits in, and doubling finds one in a few passes (40 passes cover any
+  // pool) while evicting at most about twice what a contiguous hole would have needed.
+  static constexpr int kPutEvictionAttempts = 40;
   void Refuse(RefusalReason reason) {
     refused_[static_cast<size_t>(reason)].fetch_add(1, std::memory_order_relaxed);
   }

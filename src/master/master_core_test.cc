@@ -262,6 +262,19 @@ TEST_F(CoreTest, AllocationFailureEvictsThenRetries) {
   EXPECT_EQ(Exists1("k63"), 1);  // the newest stayed
 }
 
+// The least recently used objects are scattered between newer ones: evicting just the bytes
+// the put needs leaves holes too small for it. The put still succeeds while anything is
+// evictable (each retry evicts more), and the refusal's message is kept for a pool that has
+// nothing left to evict.
+TEST_F(CoreTest, EvictionIntoScatteredHolesStillMakesRoom) {
+  Mount("node1", "n1", 64 * 1024);
+  for (int i = 0; i < 16; ++i) PutComplete("w", "k" + std::to_string(i), 4096, At(i * 0.01));
+  for (int i = 0; i < 16; i += 2) Get1("k" + std::to_string(i), At(1));  // the even ones: newer
+  auto r = Put1("w", "big", 8 * 1024, At(100));                          // past the leases' TTL
+  ASSERT_EQ(r.code(), 0) << r.message();
+  EXPECT_EQ(Exists1("k15"), 0);  // an odd one (least recently used) went first
+}
+
 TEST_F(CoreTest, NoSpaceAndNothingEvictableIsPrompt) {
   Mount("node1", "n1", 8 * 1024);
   for (int i = 0; i < 8; ++i) {

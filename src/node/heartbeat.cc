@@ -39,13 +39,10 @@ bool Heartbeat::PingOnce() {
   }
   auto r = master_->Ping(std::move(req), DeadlineAfter(rpc_timeout_ + wait));
   if (!r.ok()) {
-    if (reachable_.exchange(false)) {
-      spdlog::warn("master unreachable: error={} (retrying every {} ms)", r.status().ToString(),
-                   std::chrono::duration_cast<Millis>(interval_).count());
-    }
+    SetReachable(false, r.status());
     return false;
   }
-  if (!reachable_.exchange(true)) spdlog::info("master reachable again");
+  SetReachable(true, Status::Ok());
   // A master that does not know us (restarted, or declared us dead), or a segment whose mount
   // failed earlier (e.g. refused while a dead predecessor held its name): mount again.
   if (!r->client_known() || (host_ != nullptr && !host_->mounted())) {
@@ -54,6 +51,20 @@ bool Heartbeat::PingOnce() {
   }
   if (host_ != nullptr) host_->ApplyJournals(*r);
   return host_ != nullptr;
+}
+
+void Heartbeat::NoteMasterCall(const Status& st) {
+  const bool unanswered = st.code() == ErrorCode::RPC_FAIL || st.code() == ErrorCode::RPC_TIMEOUT;
+  SetReachable(!unanswered, st);
+}
+
+void Heartbeat::SetReachable(bool reachable, const Status& why) {
+  if (reachable) {
+    if (!reachable_.exchange(true)) spdlog::info("master reachable again");
+  } else if (reachable_.exchange(false)) {
+    spdlog::warn("master unreachable: error={} (retrying every {} ms)", why.ToString(),
+                 std::chrono::duration_cast<Millis>(interval_).count());
+  }
 }
 
 void Heartbeat::Run() {

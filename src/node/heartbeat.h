@@ -35,13 +35,21 @@ class Heartbeat {
   void Start();
   void Stop();
 
-  // True when the last ping was answered.
+  // True when the last call to the master (ping, or a mount reported by NoteMasterCall) was
+  // answered.
   bool master_reachable() const { return reachable_.load(); }
+
+  // Reports the outcome of a call to the master made outside the heartbeat (the node's first
+  // mount): RPC_FAIL / RPC_TIMEOUT mark the master unreachable, any answer marks it reachable.
+  // So a master that stops answering during start-up is reported within one call's deadline,
+  // not after that call and a ping more. Thread-safe.
+  void NoteMasterCall(const Status& st);
 
  private:
   void Run();
   // Returns true when the next ping should follow at once (a long poll was answered).
   bool PingOnce();
+  void SetReachable(bool reachable, const Status& why);
 
   master::MasterClient* master_;
   const Clock::duration interval_;

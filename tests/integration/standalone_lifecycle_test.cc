@@ -190,6 +190,28 @@ TEST(StandaloneLifecycleTest, SetupErrorsHealthAndClose) {
   EXPECT_TRUE(Eventually([&] { return NodeStatus(port)->sessions() == 0; }, seconds(5)));
 }
 
+// The node opens its local socket before it mounts its segment at the master. A master that
+// stops answering then (here: before the node starts) is reported by the node's health within
+// the mount's deadline (--rpc_timeout_ms, 5 s), not after the mount's and a ping's.
+TEST(StandaloneLifecycleTest, MasterSilentDuringTheNodesMountIsReportedWithinOneDeadline) {
+  Pool pool;
+  const uint16_t port = FreePort();
+  pool.master().Signal(SIGSTOP);
+  auto node = StartNode(pool, port, "16MB");
+  auto client = Attach(StandaloneFor(port));
+  ASSERT_NE(client, nullptr);
+  const auto stopped = std::chrono::steady_clock::now();
+  EXPECT_TRUE(Eventually([&] { return client->HealthCheck() == 2; }, seconds(8)));
+  EXPECT_LT(std::chrono::steady_clock::now() - stopped, milliseconds(6500));
+  pool.master().Signal(SIGCONT);
+  EXPECT_TRUE(Eventually([&] { return client->HealthCheck() == 0; }, seconds(10)));
+  std::vector<uint8_t> v(1000, 7);
+  EXPECT_TRUE(
+      Eventually([&] { return client->BatchPut({"after"}, {std::span<const uint8_t>(v)})[0].ok(); },
+                 seconds(10)));
+  EXPECT_EQ(*client->BatchGet({"after"})[0], v);
+}
+
 TEST(StandaloneLifecycleTest, GarbageOnTheLocalSocketClosesOnlyThatConnection) {
   Pool pool;
   const uint16_t port = FreePort();
