@@ -58,9 +58,10 @@ ENV_VARS: Dict[str, str] = {
     "local_buffer_size": LOCAL_BUFFER_ENV,
     "verify_checksum": "KVPOOL_VERIFY_CHECKSUM",
     "tenant_key_file": "KVPOOL_TENANT_KEY_FILE",
+    "ssd_offload_size": "KVPOOL_SSD_OFFLOAD_SIZE",
 }
 KVPOOL_ONLY_FIELDS = ("standalone_allocator_mismatch", "local_buffer_size", "verify_checksum",
-                      "tenant_key_file")
+                      "tenant_key_file", "ssd_offload_size")
 
 # Keys SGLang itself puts in extra_config: not ours, never warned about.
 _SGLANG_EXTRA_KEYS = {
@@ -84,6 +85,8 @@ class KVPoolStoreConfig:
     standalone_storage: bool = False
     client_server_address: Optional[str] = None
     enable_ssd_offload: bool = False
+    # With enable_ssd_offload: the directory of the disk tier below each rank's segment (each
+    # rank uses its own subdirectory, rank-<tp_rank>, and re-adopts it after a restart).
     ssd_offload_path: Optional[str] = None
     # The key namespace ("default": the default tenant; docs/security.md, "Tenants").
     tenant_id: str = "default"
@@ -96,6 +99,8 @@ class KVPoolStoreConfig:
     # kvpool: file holding tenant_id's tenant key (`kvpool tenant-key`); None: the pool secret
     # ($KVPOOL_AUTH_SECRET) or $KVPOOL_TENANT_KEY, if any.
     tenant_key_file: Optional[str] = None
+    # kvpool: bytes of each rank's disk tier with enable_ssd_offload (None: 4 x its segment).
+    ssd_offload_size: Optional[int] = None
     # Where the values came from: "extra_config", "file:<path>" or "env" (for messages).
     source: str = "defaults"
 
@@ -179,6 +184,8 @@ class KVPoolStoreConfig:
         self.global_segment_size = _size(self.global_segment_size, "global_segment_size",
                                          self.source)
         self.local_buffer_size = _size(self.local_buffer_size, "local_buffer_size", self.source)
+        if self.ssd_offload_size is not None:
+            self.ssd_offload_size = _size(self.ssd_offload_size, "ssd_offload_size", self.source)
         for name in ("check_server", "standalone_storage", "enable_ssd_offload",
                      "verify_checksum"):
             setattr(self, name, _bool(getattr(self, name), name, self.source))

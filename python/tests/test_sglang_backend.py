@@ -104,6 +104,38 @@ def test_mha_embedded_with_contributed_segment(pool, uid, backends):
     assert read == written
 
 
+def test_ssd_offload_gives_each_rank_its_own_disk_tier(pool, uid, backends, tmp_path):
+    # SGLang's keys: enable_ssd_offload + ssd_offload_path; kvpool's ssd_offload_size.
+    host = FakeMHAPool(PlainHostTensorAllocator())
+    extra = embedded_extra(pool, global_segment_size="16mb", enable_ssd_offload=True,
+                           ssd_offload_path=str(tmp_path), ssd_offload_size="32mb")
+    for rank in (0, 1):
+        b = make_backend(extra, host, tp_rank=rank, tp_size=2)
+        backends.append(b)
+        assert (tmp_path / f"rank-{rank}" / "kvpool-disk.data").exists()
+    assert b.store.stat()["disk_capacity"] >= 2 * (32 << 20)
+    written, read = roundtrip(backends[1], host, page_keys(uid, 3))
+    assert read == written
+
+
+def test_ssd_offload_without_a_path_is_a_clear_error(pool, backends):
+    extra = embedded_extra(pool, global_segment_size="16mb", enable_ssd_offload=True)
+    with pytest.raises(RuntimeError, match="ssd_offload_path"):
+        make_backend(extra)
+
+
+def test_ssd_offload_from_the_mooncake_environment(pool, uid, backends, tmp_path, clean_env,
+                                                   monkeypatch):
+    monkeypatch.setenv("MOONCAKE_MASTER", pool.master_address)
+    monkeypatch.setenv("MOONCAKE_LOCAL_HOSTNAME", "127.0.0.1")
+    monkeypatch.setenv("MOONCAKE_GLOBAL_SEGMENT_SIZE", "8mb")
+    monkeypatch.setenv("MOONCAKE_ENABLE_SSD_OFFLOAD", "true")
+    monkeypatch.setenv("MOONCAKE_OFFLOAD_FILE_STORAGE_PATH", str(tmp_path))
+    b = make_backend({})
+    backends.append(b)
+    assert (tmp_path / "rank-0" / "kvpool-disk.data").stat().st_size == 4 * (8 << 20)
+
+
 def test_batch_set_skips_existing_pages(pool, uid, backends):
     host = FakeMHAPool(PlainHostTensorAllocator())
     b = make_backend(embedded_extra(pool), host)

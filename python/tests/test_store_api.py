@@ -114,7 +114,6 @@ def test_setup_accepts_mooncake_positional_call_with_engine(pool):
     (dict(local_hostname="[::1"), ErrorCode.INVALID_PARAMS),
     (dict(master_server_addr=""), ErrorCode.INVALID_PARAMS),
     (dict(master_server_addr="127.0.0.1:notaport"), ErrorCode.INVALID_PARAMS),
-    (dict(enable_ssd_offload=True), ErrorCode.NOT_SUPPORTED),
     (dict(tenant_id="bad\0tenant"), ErrorCode.INVALID_PARAMS),
 ])
 def test_setup_refuses_bad_arguments(pool, kwargs, code):

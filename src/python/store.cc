@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
+#include <cstdlib>
 #include <set>
 
 #include "python/conversions.h"
 #include "python/errors.h"
+#include "python/ssd_offload.h"
 
 namespace py = pybind11;
 
@@ -143,10 +145,6 @@ int Store::Setup(const SetupArgs& a) {
     return Fail(Status(ErrorCode::INVALID_PARAMS,
                        "master_server_addr is empty; give the kvpool master as host:port"));
   }
-  if (a.enable_ssd_offload) {
-    return Fail(Status(ErrorCode::NOT_SUPPORTED,
-                       "enable_ssd_offload: kvpool has no SSD tier yet; leave it off"));
-  }
   if (!a.engine.is_none()) {
     LogWarning(
         "setup(engine=...): kvpool moves bytes with its own transports; the Mooncake "
@@ -167,6 +165,17 @@ int Store::Setup(const SetupArgs& a) {
     return Fail(st);
   }
   o.global_segment_size = *segment;
+  SsdOffload ssd{a.enable_ssd_offload, a.ssd_offload_path, std::nullopt};
+  if (!a.ssd_offload_size.is_none()) {
+    auto size = SizeFromPy(a.ssd_offload_size, "ssd_offload_size");
+    if (!size.ok()) return Fail(size.status());
+    ssd.size = *size;
+  }
+  if (Status st =
+          ApplySsdOffload(ssd, std::getenv("MOONCAKE_OFFLOAD_FILE_STORAGE_PATH"), *segment, &o);
+      !st.ok()) {
+    return Fail(st);
+  }
   o.protocol = a.protocol;
   o.master_server_address = a.master_server_addr;
   o.verify_checksum = a.verify_checksum;
@@ -199,6 +208,7 @@ int Store::SetupFromDict(const py::dict& config) {
                                                "master_server_address",
                                                "enable_ssd_offload",
                                                "ssd_offload_path",
+                                               "ssd_offload_size",
                                                "tenant_id",
                                                "enable_client_http_server",
                                                "client_http_port",
@@ -238,6 +248,7 @@ int Store::SetupFromDict(const py::dict& config) {
       }
       if (key == "enable_ssd_offload") a.enable_ssd_offload = v.cast<bool>();
       if (key == "ssd_offload_path") a.ssd_offload_path = v.cast<std::string>();
+      if (key == "ssd_offload_size") a.ssd_offload_size = py::reinterpret_borrow<py::object>(v);
       if (key == "tenant_id") a.tenant_id = v.cast<std::string>();
       if (key == "enable_client_http_server") a.enable_client_http_server = v.cast<bool>();
       if (key == "client_http_port") a.client_http_port = v.cast<int>();
@@ -547,6 +558,9 @@ py::dict Store::Stat() {
   d["object_count"] = r->object_count;
   d["client_count"] = r->client_count;
   d["evicted_total"] = r->evicted_total;
+  d["disk_capacity"] = r->disk_capacity;  // the nodes' disk tiers (0: none)
+  d["disk_used"] = r->disk_used;
+  d["disk_replicas"] = r->disk_replicas;
   py::list segments;
   for (const auto& s : r->segments) {
     py::dict seg;

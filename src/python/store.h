@@ -39,6 +39,7 @@ struct SetupArgs {
   std::string rdma_devices;
   std::string master_server_addr;
   pybind11::object engine;
+  // Mooncake's SSD offload: a disk tier below the contributed segment (python/ssd_offload.h).
   bool enable_ssd_offload = false;
   std::string ssd_offload_path;
   std::string tenant_id = "default";  // ClientOptions::tenant_id ("default": the default tenant)
@@ -55,6 +56,8 @@ struct SetupArgs {
   // ClientOptions::rpc_timeout / transfer_timeout in ms; None keeps the defaults (5000 / 30000).
   pybind11::object rpc_timeout_ms = pybind11::none();
   pybind11::object transfer_timeout_ms = pybind11::none();
+  // kvpool's size of the SSD-offload disk tier (None: 4 x global_segment_size).
+  pybind11::object ssd_offload_size = pybind11::none();
 };
 
 class Store {

@@ -40,11 +40,10 @@ void BindBufferHandle(py::module_& m) {
   py::class_<BufferHandle> cls(m, "BufferHandle", py::buffer_protocol(),
                                "An object's bytes as returned by get_buffer(); supports the buffer "
                                "protocol (memoryview, numpy.frombuffer, torch.frombuffer).");
-  cls
-      .def_buffer([](BufferHandle& b) {
-        return py::buffer_info(b.bytes.data(), 1, py::format_descriptor<uint8_t>::format(), 1,
-                               {b.bytes.size()}, {1});
-      })
+  cls.def_buffer([](BufferHandle& b) {
+       return py::buffer_info(b.bytes.data(), 1, py::format_descriptor<uint8_t>::format(), 1,
+                              {b.bytes.size()}, {1});
+     })
       .def("ptr",
            [](const BufferHandle& b) {
              b.CheckOpen();
@@ -86,7 +85,8 @@ void BindStore(py::module_& m) {
          std::string rdma_devices, std::string master_server_addr, py::object engine,
          bool enable_ssd_offload, std::string ssd_offload_path, std::string tenant_id,
          bool enable_client_http_server, int client_http_port, bool verify_checksum,
-         std::string tenant_key_file, py::object rpc_timeout_ms, py::object transfer_timeout_ms) {
+         std::string tenant_key_file, py::object rpc_timeout_ms, py::object transfer_timeout_ms,
+         py::object ssd_offload_size) {
         SetupArgs a{std::move(local_hostname),
                     std::move(metadata_server),
                     std::move(global_segment_size),
@@ -104,6 +104,7 @@ void BindStore(py::module_& m) {
         a.tenant_key_file = std::move(tenant_key_file);
         a.rpc_timeout_ms = std::move(rpc_timeout_ms);
         a.transfer_timeout_ms = std::move(transfer_timeout_ms);
+        a.ssd_offload_size = std::move(ssd_offload_size);
         return s.Setup(a);
       },
       py::arg("local_hostname"), py::arg("metadata_server"), py::arg("global_segment_size"),
@@ -113,7 +114,7 @@ void BindStore(py::module_& m) {
       py::arg("tenant_id") = "default", py::arg("enable_client_http_server") = false,
       py::arg("client_http_port") = 9300, py::arg("verify_checksum") = false,
       py::arg("tenant_key_file") = "", py::arg("rpc_timeout_ms") = py::none(),
-      py::arg("transfer_timeout_ms") = py::none(),
+      py::arg("transfer_timeout_ms") = py::none(), py::arg("ssd_offload_size") = py::none(),
       "Embedded mode: register with the master at master_server_addr and contribute "
       "global_segment_size bytes of this process's memory (0: none). Sizes may be ints or "
       "strings (\"4gb\"). metadata_server, rdma_devices and local_buffer_size are accepted and "
@@ -123,13 +124,15 @@ void BindStore(py::module_& m) {
       "$KVPOOL_TENANT_KEY), which requires global_segment_size 0 (docs/security.md). "
       "rpc_timeout_ms (default 5000): deadline of each call to the master; transfer_timeout_ms "
       "(default 30000): deadline of a batch's data transfers, which is how long a hung node "
-      "(e.g. SIGSTOPped) can stall a batch before its keys fail with RPC_TIMEOUT. Returns 0 "
-      "or a negative code.");
+      "(e.g. SIGSTOPped) can stall a batch before its keys fail with RPC_TIMEOUT. "
+      "enable_ssd_offload: a disk tier below the segment, in ssd_offload_path (else "
+      "$MOONCAKE_OFFLOAD_FILE_STORAGE_PATH), of ssd_offload_size bytes (default 4 x "
+      "global_segment_size; docs/operations.md, \"Disk tier\"). Returns 0 or a negative code.");
   cls.def("setup", &S::SetupFromDict, py::arg("config"),
           "setup() with the same fields as a dict (sizes may be \"512MB\"-style strings; "
           "'master_server_addr' or 'master_server_address' is required). Also takes "
           "'auth_secret_file', 'tenant_key_file', 'tls_ca_file', 'tls_cert_file', 'tls_key_file', "
-          "'rpc_timeout_ms', 'transfer_timeout_ms' "
+          "'rpc_timeout_ms', 'transfer_timeout_ms', 'ssd_offload_size' "
           "(docs/security.md; the secret also comes from $KVPOOL_AUTH_SECRET). Unknown keys are "
           "refused with INVALID_PARAMS.");
   cls.def("setup_dummy", &S::SetupDummy, py::arg("mem_pool_size"), py::arg("local_buffer_size"),

@@ -26,8 +26,9 @@ modes and mismatch policy apply to each side pool.
 from __future__ import annotations
 
 import logging
+import os
 import time
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from kvpool import ErrorCode, KVPoolStore, ReplicateConfig, error_name, last_error
 from kvpool.config import KVPoolStoreConfig
@@ -100,16 +101,13 @@ class KVPoolHiCacheStorage(HybridPoolsMixin, HiCacheStorageBase):
         if cfg.protocol == "rdma":
             raise RuntimeError("kvpool: protocol 'rdma' is not available yet; set protocol to "
                                "'tcp' (MOONCAKE_PROTOCOL=tcp or \"protocol\": \"tcp\")")
-        if cfg.enable_ssd_offload:
-            raise RuntimeError("kvpool: enable_ssd_offload is not available (no SSD tier yet); "
-                               "turn it off")
         store = KVPoolStore()
         segment = cfg.per_rank_segment_size(self.tp_size, self.pp_size)
         rc = store.setup(cfg.local_hostname, cfg.metadata_server, segment, cfg.local_buffer_size,
                          cfg.protocol, cfg.device_for_rank(self.tp_rank),
                          cfg.master_server_address, tenant_id=cfg.tenant_id,
                          verify_checksum=cfg.verify_checksum,
-                         tenant_key_file=cfg.tenant_key_file or "")
+                         tenant_key_file=cfg.tenant_key_file or "", **self._ssd_offload())
         if rc != 0:
             raise RuntimeError(
                 f"kvpool: could not join the pool of master {cfg.master_server_address} "
@@ -122,6 +120,29 @@ class KVPoolHiCacheStorage(HybridPoolsMixin, HiCacheStorageBase):
         logger.info("kvpool: embedded mode, master %s, contributing %d bytes",
                     cfg.master_server_address, segment)
 
+    def _ssd_offload(self) -> Dict[str, Any]:
+        """setup()'s SSD-offload arguments: a disk tier in <ssd_offload_path>/rank-<tp_rank>
+        (rank-<tp_rank>-pp<pp_rank> with pipeline parallelism), so the ranks of one host never
+        share a disk file and each finds its own again after a restart."""
+        cfg = self.config
+        if not cfg.enable_ssd_offload:
+            return {}
+        if cfg.ssd_offload_path is None:
+            raise RuntimeError(
+                "kvpool: enable_ssd_offload needs ssd_offload_path (a directory on a local SSD; "
+                "MOONCAKE_OFFLOAD_FILE_STORAGE_PATH when configured from the environment)")
+        pp_rank = int(getattr(self.storage_config, "pp_rank", 0) or 0)
+        rank = f"rank-{self.tp_rank}" + (f"-pp{pp_rank}" if self.pp_size > 1 else "")
+        path = os.path.join(cfg.ssd_offload_path, rank)
+        if os.path.isdir(cfg.ssd_offload_path):  # a missing parent is setup()'s error to name
+            os.makedirs(path, exist_ok=True)
+        args: Dict[str, Any] = dict(enable_ssd_offload=True, ssd_offload_path=path)
+        if cfg.ssd_offload_size is not None:
+            args["ssd_offload_size"] = cfg.ssd_offload_size
+        logger.info("kvpool: disk tier of this rank in %s (%s bytes)", path,
+                    cfg.ssd_offload_size or "4 x the segment's")
+        return args
+
     def _connect_standalone(self, pool: Any) -> None:
         cfg = self.config
         if cfg.tenant_id != "default":
@@ -129,6 +150,10 @@ class KVPoolHiCacheStorage(HybridPoolsMixin, HiCacheStorageBase):
                 f"kvpool: tenant_id={cfg.tenant_id!r} is not available in standalone mode yet "
                 f"(the local node serves the default tenant only); use embedded mode with "
                 f"global_segment_size 0 and the tenant's key (docs/security.md, \"Tenants\")")
+        if cfg.enable_ssd_offload:
+            logger.warning("kvpool: enable_ssd_offload has no effect in standalone mode: the "
+                           "local kvpool node holds the data, so give it the disk tier "
+                           "(`kvpool node --disk_path DIR --disk_size SIZE`, docs/sglang.md)")
         store = KVPoolStore()
         rc = store.setup_dummy(poolmod.required_bytes(pool), cfg.local_buffer_size,
                                cfg.client_server_address,
