@@ -543,38 +543,6 @@ int64_t Store::RemoveAll(bool force) {
   return ToPyResult(r);
 }
 
-py::dict Store::Stat() {
-  auto c = client();
-  if (!c.ok()) ThrowStatus(c.status());
-  Result<PoolStat> r = Status();
-  {
-    py::gil_scoped_release nogil;
-    r = (*c)->Stat();
-  }
-  if (!r.ok()) ThrowStatus(r.status());
-  py::dict d;
-  d["capacity"] = r->capacity;
-  d["used"] = r->used;
-  d["object_count"] = r->object_count;
-  d["client_count"] = r->client_count;
-  d["evicted_total"] = r->evicted_total;
-  d["disk_capacity"] = r->disk_capacity;  // the nodes' disk tiers (0: none)
-  d["disk_used"] = r->disk_used;
-  d["disk_replicas"] = r->disk_replicas;
-  py::list segments;
-  for (const auto& s : r->segments) {
-    py::dict seg;
-    seg["name"] = s.name;
-    seg["endpoint"] = s.endpoint;
-    seg["size"] = s.size;
-    seg["used"] = s.used;
-    seg["object_count"] = s.object_count;
-    segments.append(seg);
-  }
-  d["segments"] = segments;
-  return d;
-}
-
 uintptr_t Store::AllocFromMemPool(py::handle size_obj) {
 #if KVPOOL_PY_HAS_STANDALONE
   auto c = client();
