@@ -342,7 +342,8 @@ std::optional<rpc::Reply> DiskHost::Read(const rpc::DataRequest& req) {
                       name_, req.ranges_size(), capacity)));
     }
   }
-  auto buf = std::make_shared<disk::AlignedBuffer>(total, tier_->alignment());
+  std::shared_ptr<disk::AlignedBuffer> buf =
+      read_buffers_->Acquire(total);  // reused, not faulted in afresh
   std::vector<disk::DiskTier::ReadOp> ops;
   ops.reserve(req.ranges_size());
   uint64_t pos = 0;
