@@ -61,6 +61,9 @@ struct ClientOptions {
   uint64_t disk_size = 0;
   // io_uring operations in flight per disk ring.
   uint32_t disk_queue_depth = 32;
+  // Reads from the disk tier after which an object is copied back into the DRAM segment in the
+  // background (0: never promote).
+  uint32_t disk_promote_after = 2;
   // "tcp" (the only transport today; "rdma" is refused with NOT_SUPPORTED).
   std::string protocol = "tcp";
   // Deadline of one control call to the master.

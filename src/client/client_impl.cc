@@ -135,6 +135,7 @@ Status ClientImpl::Init() {
       dh.tier.dir = options_.disk_path;
       dh.tier.size = options_.disk_size;
       dh.tier.queue_depth = options_.disk_queue_depth;
+      dh.promote_after_hits = options_.disk_promote_after;
       dh.rpc_timeout = options_.rpc_timeout;
       ho.disk = dh;
     }

@@ -152,6 +152,7 @@ AdminResponse AdminRoutes::Metrics() const {
   pool.stat = core_->Stat();
   pool.evicted_bytes_total = core_->evicted_bytes_total();
   pool.demoted_total = core_->demoted_total();
+  pool.promoted_total = core_->promoted_total();
   pool.pending_objects = core_->PendingObjects();
   pool.start_unix_seconds = start_unix_seconds_;
   pool.tenants = TenantGauges(*core_);

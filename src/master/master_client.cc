@@ -392,6 +392,20 @@ Result<rpc::CodesReply> MasterClient::TierUpdate(std::string_view segment_name,
   return r;
 }
 
+Result<rpc::PromoteReply> MasterClient::Promote(rpc::Promote req, Deadline deadline) {
+  req.set_client_id(client_id_);
+  auto r = CallFor<rpc::PromoteReply>(rpc::PROMOTE, req, deadline);
+  if (r.ok() &&
+      (r->start_codes_size() != req.start_size() || r->start_offsets_size() != req.start_size() ||
+       r->commit_codes_size() != req.commit_size())) {
+    return Status(ErrorCode::INTERNAL_ERROR,
+                  fmt::format("promote into segment={}: answers for {}+{} items of {}+{}",
+                              req.segment_name(), r->start_codes_size(), r->commit_codes_size(),
+                              req.start_size(), req.commit_size()));
+  }
+  return r;
+}
+
 Status MasterClient::UnmountSegment(std::string_view segment_name, Deadline deadline) {
   rpc::UnmountSegment req;
   req.set_client_id(client_id_);

@@ -94,6 +94,9 @@ class MasterClient {
   Result<rpc::CodesReply> TierUpdate(std::string_view segment_name,
                                      std::span<const rpc::StoredObject> added,
                                      std::span<const rpc::StoredObject> dropped, Deadline deadline);
+  // PROMOTE into DRAM segment req.segment_name (rpc::Promote in kvpool.proto), sent with this
+  // client's id. The reply has a code (and offset) per start item and a code per commit item.
+  Result<rpc::PromoteReply> Promote(rpc::Promote req, Deadline deadline);
   // Errors: SEGMENT_NOT_FOUND; ILLEGAL_CLIENT.
   Status UnmountSegment(std::string_view segment_name, Deadline deadline);
   // No new replicas on the segment (`undo`: again). Errors: SEGMENT_NOT_FOUND; ILLEGAL_CLIENT.

@@ -201,6 +201,13 @@ class MasterCore {
   Result<rpc::CodesReply> TierUpdate(const rpc::TierUpdate& req, TimePoint now);
   // Evicted objects that stayed on a disk tier, since start.
   uint64_t demoted_total() const { return evictor_.demoted_total(); }
+  // PROMOTE from a segment host (master_promote.cc): reserves ranges of its own DRAM segment
+  // for objects it serves from its disk tier, and lists them as DRAM replicas once filled;
+  // codes per rpc::Promote (kvpool.proto). Request errors: INVALID_PARAMS (empty client_id);
+  // SEGMENT_NOT_FOUND; ILLEGAL_CLIENT (not a DRAM segment of that client).
+  Result<rpc::PromoteReply> Promote(const rpc::Promote& req, TimePoint now);
+  // Disk-tier objects given a DRAM replica again, since start.
+  uint64_t promoted_total() const { return promoted_total_.load(std::memory_order_relaxed); }
 
   // ---- Admin views (master_admin.cc) ----
   // Most keys one ListObjects page returns.
@@ -311,6 +318,12 @@ class MasterCore {
                            uint64_t segment_id);
   ErrorCode DropDiskReplica(ObjectTable::Shard& shard, const rpc::StoredObject& so,
                             uint64_t segment_id, int64_t now_ns);
+  // One item of a Promote (master_promote.cc); Start fills *offset on OK.
+  ErrorCode PromoteStart(const rpc::StoredObject& so, uint64_t segment_id, int64_t now_ns,
+                         uint64_t* offset);
+  ErrorCode PromoteCommit(const rpc::StoredObject& so, uint64_t segment_id);
+  // Frees reserved promotion ranges older than kPromotionTimeout; returns how many.
+  size_t ExpirePromotions(int64_t now_ns);
   // Under the key's shard lock: adopts one restored replica; false when it must be freed.
   bool AdoptRestored(ObjectTable::Shard& shard, const rpc::StoredObject& so, const ReplicaRef& ref,
                      int64_t now_ns);
@@ -346,8 +359,19 @@ class MasterCore {
     std::vector<rpc::StoredObject> objects;
   };
   std::unordered_map<std::string, StagedRestore> staged_restores_;  // guarded by restore_mu_
-  std::mutex housekeeping_mu_;                                      // serialises Housekeeping
-  int64_t watermark_backoff_until_ns_ = 0;                          // guarded by housekeeping_mu_
+  // DRAM ranges reserved by PROMOTE start and not yet committed, by (segment id, offset).
+  struct ReservedPromotion {
+    std::string key;
+    ReplicaRef ref;
+    uint64_t size = 0;
+    int64_t reserved_ns = 0;
+  };
+  static constexpr int64_t kPromotionTimeoutNs = 30'000'000'000;
+  std::mutex promotions_mu_;
+  std::map<std::pair<uint64_t, uint64_t>, ReservedPromotion> promotions_;  // guarded by it
+  std::atomic<uint64_t> promoted_total_{0};
+  std::mutex housekeeping_mu_;              // serialises Housekeeping
+  int64_t watermark_backoff_until_ns_ = 0;  // guarded by housekeeping_mu_
 };
 
 // Steady-clock nanoseconds, the unit Object stores.

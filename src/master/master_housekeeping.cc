@@ -31,6 +31,7 @@ HousekeepingReport MasterCore::Housekeeping(TimePoint now) {
   }
   report.reservations_reclaimed = ReclaimStaleReservations(now_ns);
   report.deferred_frees = registry_.ReleaseDue(now_ns);
+  report.deferred_frees += ExpirePromotions(now_ns);
   report.evicted = WatermarkEviction(now_ns);
   return report;
 }

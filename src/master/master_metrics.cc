@@ -209,6 +209,9 @@ void MasterMetrics::RenderPool(metrics::TextWriter& w, const PoolGauges& pool) c
   w.WriteCounter("kvpool_master_demoted_objects_total",
                  "Objects evicted from DRAM that stayed readable on a disk tier.",
                  pool.demoted_total);
+  w.WriteCounter("kvpool_master_promoted_objects_total",
+                 "Objects on a disk tier given a DRAM replica again by their node (PROMOTE).",
+                 pool.promoted_total);
   w.WriteGauge("kvpool_master_capacity_bytes", "Usable bytes of all mounted segments.",
                static_cast<double>(s.capacity()));
   w.WriteGauge("kvpool_master_used_bytes", "Reserved bytes of all mounted segments.",

@@ -72,6 +72,7 @@ struct PoolGauges {
   rpc::StatReply stat;               // segments, totals, clients, evicted objects, epoch
   uint64_t evicted_bytes_total = 0;  // MasterCore::evicted_bytes_total()
   uint64_t demoted_total = 0;        // MasterCore::demoted_total()
+  uint64_t promoted_total = 0;       // MasterCore::promoted_total()
   uint64_t pending_objects = 0;      // puts started and not yet ended
   double start_unix_seconds = 0;     // when the master started
   std::vector<TenantGauge> tenants;  // TenantGauges()

@@ -204,6 +204,9 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
     case rpc::TIER_UPDATE:
       return Serve<rpc::TierUpdate>("tier update", meta, mc,
                                     [&](const auto& r) { return c.TierUpdate(r, now); });
+    case rpc::PROMOTE:
+      return Serve<rpc::Promote>("promote", meta, mc,
+                                 [&](const auto& r) { return c.Promote(r, now); });
     default:
       mc.Error(ErrorCode::NOT_SUPPORTED);
       return rpc::Reply::Error(Status(

@@ -244,3 +244,139 @@ TEST(TierRestoreTest, RestartedDiskSegmentListsItsObjectsAgain) {
 
 }  // namespace
 }  // namespace kvpool::master
+
+namespace kvpool::master {
+namespace {
+
+using testing::At;
+using testing::Code;
+using testing::kT0;
+
+// PROMOTE (master_promote.cc): a disk-only object gets a DRAM replica again, listed first.
+class PromoteTest : public TierTest {
+ protected:
+  // "cold": on disk only (its DRAM copy evicted by fills older than the minimum age).
+  void MakeCold() {
+    PutSummed("cold", 42);
+    ASSERT_EQ(Code(Update({Obj("cold", 0, 42)}).codes(0)), ErrorCode::OK);
+    for (int i = 0; i < 20; ++i) PutSummed("fill" + std::to_string(i), 100 + i, At(1 + i));
+    rpc::ObjectLocation loc = Get1("cold", At(30), /*no_lease=*/true);
+    ASSERT_EQ(loc.replicas_size(), 1);
+    ASSERT_EQ(loc.replicas(0).tier(), static_cast<uint32_t>(rpc::TIER_DISK));
+  }
+  rpc::PromoteReply Promote(std::vector<rpc::StoredObject> start,
+                            std::vector<rpc::StoredObject> commit = {},
+                            std::vector<rpc::StoredObject> cancel = {},
+                            Clock::time_point now = At(40)) {
+    rpc::Promote p;
+    p.set_client_id("node");
+    p.set_segment_name("dram");
+    for (auto& o : start) *p.add_start() = o;
+    for (auto& o : commit) *p.add_commit() = o;
+    for (auto& o : cancel) *p.add_cancel() = o;
+    auto r = core_.Promote(p, now);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : rpc::PromoteReply();
+  }
+};
+
+TEST_F(PromoteTest, StartThenCommitListsTheDramCopyFirstAndJournalsIt) {
+  MakeCold();
+  const uint64_t used = Used();
+  auto s = Promote({Obj("cold", 0, 42)});
+  ASSERT_EQ(Code(s.start_codes(0)), ErrorCode::OK);
+  const uint64_t at = s.start_offsets(0);
+  EXPECT_GE(Used(), used);  // reserved (eviction of an old fill may have made the room)
+  // Not listed before the commit.
+  EXPECT_EQ(Get1("cold", At(41), true).replicas_size(), 1);
+  auto c = Promote({}, {Obj("cold", at, 42)});
+  ASSERT_EQ(Code(c.commit_codes(0)), ErrorCode::OK);
+  rpc::ObjectLocation loc = Get1("cold", At(42), true);
+  ASSERT_EQ(loc.replicas_size(), 2);
+  EXPECT_EQ(loc.replicas(0).tier(), 0u);
+  EXPECT_EQ(loc.replicas(0).segment_name(), "dram");
+  EXPECT_EQ(loc.replicas(0).offset(), at);
+  EXPECT_EQ(loc.replicas(1).tier(), static_cast<uint32_t>(rpc::TIER_DISK));
+  EXPECT_EQ(core_.promoted_total(), 1u);
+  // The host learns of it through its segment's journal (a master restart keeps it).
+  rpc::Ping ping;
+  ping.set_client_id("node");
+  rpc::JournalAck* ack = ping.add_journal_acks();
+  ack->set_segment_name("dram");
+  auto pong = core_.Ping(ping, At(43));
+  ASSERT_TRUE(pong.ok());
+  bool journaled = false;
+  for (const auto& j : pong->journals()) {
+    for (const auto& e : j.entries()) journaled |= e.key() == "cold" && e.offset() == at;
+  }
+  EXPECT_TRUE(journaled);
+  // Again: it has a DRAM copy now.
+  EXPECT_EQ(Code(Promote({Obj("cold", 0, 42)}).start_codes(0)), ErrorCode::OBJECT_ALREADY_EXISTS);
+}
+
+TEST_F(PromoteTest, RefusalsAndWhatTheyFree) {
+  MakeCold();
+  PutSummed("warm", 7, At(35));  // has its DRAM copy
+  auto s = Promote({Obj("cold", 0, 43), Obj("cold", 0, 42, kTierObj + 1), Obj("missing", 0, 1),
+                    Obj("warm", 0, 7)});
+  EXPECT_EQ(Code(s.start_codes(0)), ErrorCode::INVALID_PARAMS);  // another checksum
+  EXPECT_EQ(Code(s.start_codes(1)), ErrorCode::INVALID_PARAMS);  // another size
+  EXPECT_EQ(Code(s.start_codes(2)), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(Code(s.start_codes(3)), ErrorCode::OBJECT_ALREADY_EXISTS);
+  // A commit of a range never started, or of another key, lists nothing.
+  EXPECT_EQ(Code(Promote({}, {Obj("cold", 12345, 42)}).commit_codes(0)),
+            ErrorCode::OBJECT_NOT_FOUND);
+  // Cancel frees the reservation; a commit after it finds nothing.
+  const uint64_t used = Used();
+  auto started = Promote({Obj("cold", 0, 42)});
+  ASSERT_EQ(Code(started.start_codes(0)), ErrorCode::OK);
+  const uint64_t at = started.start_offsets(0);
+  Promote({}, {}, {Obj("cold", at, 42)});
+  EXPECT_LE(Used(), used);
+  EXPECT_EQ(Code(Promote({}, {Obj("cold", at, 42)}).commit_codes(0)), ErrorCode::OBJECT_NOT_FOUND);
+  // The object changed meanwhile (upserted): the filled range is freed, never listed.
+  started = Promote({Obj("cold", 0, 42)});
+  ASSERT_EQ(Code(started.start_codes(0)), ErrorCode::OK);
+  ASSERT_EQ(Remove1("cold", At(41)), ErrorCode::OK);
+  EXPECT_EQ(
+      Code(Promote({}, {Obj("cold", started.start_offsets(0), 42)}, {}, At(42)).commit_codes(0)),
+      ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(Exists1("cold"), 0);
+  // Only the segment's own client, and only its DRAM segment.
+  rpc::Promote other;
+  other.set_client_id("intruder");
+  other.set_segment_name("dram");
+  EXPECT_EQ(core_.Promote(other, At(43)).code(), ErrorCode::ILLEGAL_CLIENT);
+  other.set_client_id("node");
+  other.set_segment_name("dram#disk");
+  EXPECT_EQ(core_.Promote(other, At(43)).code(), ErrorCode::ILLEGAL_CLIENT);
+}
+
+TEST_F(PromoteTest, AnUncommittedReservationLapsesAndALeasedObjectWaits) {
+  MakeCold();
+  auto keep_alive = [&](int from, int to) {
+    for (int t = from; t <= to; t += 5) Ping("node", At(t));
+  };
+  // Never committed: freed 30 s after it was made.
+  auto started = Promote({Obj("cold", 0, 42)});
+  ASSERT_EQ(Code(started.start_codes(0)), ErrorCode::OK);
+  keep_alive(45, 71);
+  core_.Housekeeping(At(40 + 31));
+  EXPECT_EQ(
+      Code(Promote({}, {Obj("cold", started.start_offsets(0), 42)}, {}, At(72)).commit_codes(0)),
+      ErrorCode::OBJECT_NOT_FOUND);
+  // A reader holds it: the commit waits (the reservation kept) and succeeds once the lease ends.
+  started = Promote({Obj("cold", 0, 42)}, {}, {}, At(72));
+  ASSERT_EQ(Code(started.start_codes(0)), ErrorCode::OK);
+  const uint64_t at = started.start_offsets(0);
+  ASSERT_EQ(Get1("cold", At(72)).code(), 0);
+  EXPECT_EQ(Code(Promote({}, {Obj("cold", at, 42)}, {}, At(73)).commit_codes(0)),
+            ErrorCode::OBJECT_HAS_LEASE);
+  keep_alive(75, 85);
+  core_.Housekeeping(At(85));  // past the lease's 10 s
+  EXPECT_EQ(Code(Promote({}, {Obj("cold", at, 42)}, {}, At(86)).commit_codes(0)), ErrorCode::OK);
+  EXPECT_EQ(Get1("cold", At(87), true).replicas(0).offset(), at);
+}
+
+}  // namespace
+}  // namespace kvpool::master

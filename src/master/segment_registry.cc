@@ -389,6 +389,28 @@ Result<uint64_t> SegmentRegistry::DiskSegment(std::string_view name, std::string
   return it->second->id;
 }
 
+Result<uint64_t> SegmentRegistry::OwnDramSegment(std::string_view name,
+                                                 std::string_view client_id) const {
+  std::shared_lock lock(map_mu_);
+  auto it = by_name_.find(std::string(name));
+  if (it == by_name_.end()) {
+    return Status(ErrorCode::SEGMENT_NOT_FOUND, fmt::format("segment={} is not mounted", name));
+  }
+  if (it->second->client_id != client_id || it->second->tier != kTierDram) {
+    return Status(
+        ErrorCode::ILLEGAL_CLIENT,
+        fmt::format("segment={} is not a DRAM segment mounted by client={}", name, client_id));
+  }
+  return it->second->id;
+}
+
+bool SegmentRegistry::AllocateOn(uint64_t segment_id, uint64_t size, Placement* out) {
+  std::shared_lock lock(map_mu_);
+  auto it = by_id_.find(segment_id);
+  if (it == by_id_.end() || !it->second->accepting.load(std::memory_order_relaxed)) return false;
+  return TryAllocate(*it->second, size, out);
+}
+
 void SegmentRegistry::CountDiskReplica(uint64_t segment_id, uint64_t object_size, bool added) {
   std::shared_lock lock(map_mu_);
   auto it = by_id_.find(segment_id);

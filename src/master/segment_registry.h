@@ -175,6 +175,12 @@ class SegmentRegistry {
     return size != 0 && offset % alignment_ == 0 && reserved >= size && offset <= capacity &&
            reserved <= capacity - offset;
   }
+  // The id of DRAM segment `name` mounted by `client_id` (promotion into a host's own DRAM).
+  // Errors: SEGMENT_NOT_FOUND; ILLEGAL_CLIENT (another client's, or not a DRAM segment).
+  Result<uint64_t> OwnDramSegment(std::string_view name, std::string_view client_id) const;
+  // One allocation of `size` bytes on segment `segment_id` only; false when it has no room, does
+  // not take new replicas (restoring, draining) or is not mounted.
+  bool AllocateOn(uint64_t segment_id, uint64_t size, Placement* out);
   // Counts a replica its host placed on disk segment `segment_id` (added) or dropped itself.
   void CountDiskReplica(uint64_t segment_id, uint64_t object_size, bool added);
   // The tier of segment `segment_id` (kTierDram for a stale id).

@@ -133,6 +133,11 @@ void DiskHost::ApplyJournal(const rpc::SegmentJournal& journal) {
 void DiskHost::Offload(const rpc::JournalEntry& commit) {
   {
     std::lock_guard lock(mu_);
+    auto promoting = promoting_dram_.find(commit.offset());
+    if (promoting != promoting_dram_.end() && promoting->second == commit.key()) {
+      promoting_dram_.erase(promoting);  // a promoted copy: its object is on disk already
+      return;
+    }
     if (stop_ || queue_.size() >= options_.offload_queue) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return;
@@ -145,7 +150,8 @@ void DiskHost::Offload(const rpc::JournalEntry& commit) {
 void DiskHost::Run() {
   std::unique_lock lock(mu_);
   while (!stop_) {
-    cv_.wait_for(lock, kRetryDelay, [this] { return stop_ || !queue_.empty(); });
+    cv_.wait_for(lock, kRetryDelay,
+                 [this] { return stop_ || !queue_.empty() || !promote_queue_.empty(); });
     if (stop_) break;
     std::vector<Pending> batch;
     uint64_t bytes = 0;
@@ -155,8 +161,18 @@ void DiskHost::Run() {
       batch.push_back(std::move(queue_.front()));
       queue_.pop_front();
     }
+    std::vector<disk::DiskObject> promote;
+    uint64_t promote_bytes = 0;
+    while (
+        !promote_queue_.empty() &&
+        (promote.empty() || promote_bytes + promote_queue_.front().size <= options_.batch_bytes)) {
+      promote_bytes += promote_queue_.front().size;
+      promote.push_back(std::move(promote_queue_.front()));
+      promote_queue_.pop_front();
+    }
     lock.unlock();
     if (!batch.empty()) OffloadBatch(std::move(batch));
+    if (!promote.empty()) PromoteBatch(std::move(promote));
     RetryDue();
     lock.lock();
   }
@@ -356,6 +372,7 @@ std::optional<rpc::Reply> DiskHost::Read(const rpc::DataRequest& req) {
     read_failures_.fetch_add(1, std::memory_order_relaxed);
     return rpc::Reply::Error(st);
   }
+  CountHits(req);
   rpc::Reply reply = rpc::Reply::Of(rpc::Empty());
   reply.payload.reserve(ops.size());
   for (const auto& op : ops) reply.payload.emplace_back(op.dst, op.length);
@@ -377,6 +394,8 @@ DiskHostStats DiskHost::stats() const {
   s.evicted = evicted_.load(std::memory_order_relaxed);
   s.read_requests = read_requests_.load(std::memory_order_relaxed);
   s.read_failures = read_failures_.load(std::memory_order_relaxed);
+  s.promoted = promoted_.load(std::memory_order_relaxed);
+  s.promote_failed = promote_failed_.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -17,6 +17,11 @@
 // objects) through io_uring into one aligned buffer, checks each against its checksum
 // (CHECKSUM_MISMATCH, never wrong bytes) and replies from that buffer.
 //
+// Promotion: an object read from disk promote_after_hits times is copied back into the DRAM
+// segment by the background thread (PROMOTE in kvpool.proto): the master reserves a range, the
+// thread reads the object from disk again (checksum checked) into it, and the master lists it
+// as the object's DRAM replica. Reads never wait for it; any failure leaves the object on disk.
+//
 // Threading: thread-safe. Owns the offload thread; Stop() (or the destructor) joins it.
 #pragma once
 
@@ -29,6 +34,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -46,6 +52,8 @@ struct DiskHostOptions {
   disk::DiskTierOptions tier;
   size_t offload_queue = 16384;  // objects waiting for the disk; beyond it they are not offloaded
   uint64_t batch_bytes = 16 << 20;  // bytes per offload batch (one fdatasync, one TIER_UPDATE)
+  // Reads from disk after which an object is copied back to DRAM (0: never).
+  uint32_t promote_after_hits = 2;
   Clock::duration rpc_timeout = std::chrono::seconds(5);
 };
 
@@ -59,6 +67,8 @@ struct DiskHostStats {
   uint64_t evicted = 0;          // objects the tier evicted (least recently used)
   uint64_t read_requests = 0;    // READs served from disk
   uint64_t read_failures = 0;    // of which failed (checksum, I/O, unknown range)
+  uint64_t promoted = 0;         // objects copied back to DRAM and listed there by the master
+  uint64_t promote_failed = 0;   // promotions given up (no DRAM room, I/O, refused, queue full)
 };
 
 class DiskHost : public transfer::TierReader {
@@ -110,6 +120,14 @@ class DiskHost : public transfer::TierReader {
   // retried later.
   void ReportAdds(std::vector<disk::DiskObject> written, int tries);
   void RetryDue();
+  // Counts a hit on each object `req` read; queues those that reached promote_after_hits.
+  void CountHits(const rpc::DataRequest& req);
+  // Promotes `objects` (disk offsets) into the DRAM segment: reserve, fill, commit.
+  void PromoteBatch(std::vector<disk::DiskObject> objects);
+  // Commits filled promotion ranges (retrying while a reader holds the object); returns how
+  // many the master listed.
+  size_t CommitPromotions(master::MasterClient& master,
+                          const std::vector<std::pair<disk::DiskObject, uint64_t>>& filled);
   // Evicts least recently used objects (master first) until about `need` bytes are free.
   void MakeRoom(uint64_t need);
   static rpc::StoredObject Stored(const disk::DiskObject& o);
@@ -137,10 +155,19 @@ class DiskHost : public transfer::TierReader {
   std::vector<Retry> retries_;
   // Offsets the master no longer lists, whose FREE is on its way. Guarded by mu_.
   std::unordered_set<uint64_t> doomed_;
+  // Promotion (guarded by mu_): reads per disk offset since the last promotion try (bounded:
+  // cleared when it grows past kMaxTrackedHits), objects due, and the DRAM offsets (with keys)
+  // being committed by promotion, whose journal commit must not be offloaded again.
+  static constexpr size_t kMaxTrackedHits = 1 << 16;
+  static constexpr size_t kMaxQueuedPromotions = 1024;
+  std::unordered_map<uint64_t, uint32_t> hits_;
+  std::deque<disk::DiskObject> promote_queue_;
+  std::unordered_map<uint64_t, std::string> promoting_dram_;
   std::atomic<bool> master_error_logged_{false};
 
   std::atomic<uint64_t> offloaded_{0}, skipped_{0}, dropped_{0}, failed_{0}, evicted_{0};
   std::atomic<uint64_t> read_requests_{0}, read_failures_{0};
+  std::atomic<uint64_t> promoted_{0}, promote_failed_{0};
 };
 
 }  // namespace kvpool::node

@@ -25,6 +25,7 @@ Result<std::unique_ptr<Node>> Node::Start(const NodeOptions& options) {
   co.disk_path = options.disk_path;
   co.disk_size = options.disk_bytes;
   co.disk_queue_depth = options.disk_queue_depth;
+  co.disk_promote_after = options.disk_promote_after;
   co.rpc_timeout = Millis(options.rpc_timeout_ms);
   co.transfer_timeout = Millis(options.transfer_timeout_ms);
   co.heartbeat_interval = Millis(options.heartbeat_interval_ms);

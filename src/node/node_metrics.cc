@@ -78,6 +78,11 @@ void RenderDisk(metrics::TextWriter& w, const DiskHostStats& d) {
   w.WriteCounter("kvpool_node_disk_read_failures_total",
                  "READ requests of the disk tier that failed (checksum, I/O error, unknown range).",
                  d.read_failures);
+  w.Family("kvpool_node_disk_promotions_total", "counter",
+           "Objects read from disk often enough to be copied back to DRAM, by outcome: promoted "
+           "(listed in DRAM by the master) or failed (no DRAM room, I/O error, refused).");
+  w.Sample("kvpool_node_disk_promotions_total", {{"outcome", "promoted"}}, d.promoted);
+  w.Sample("kvpool_node_disk_promotions_total", {{"outcome", "failed"}}, d.promote_failed);
   w.Family("kvpool_node_disk_io_bytes_total", "counter",
            "Object bytes read from / written to disk.");
   w.Sample("kvpool_node_disk_io_bytes_total", {{"op", "read"}}, d.tier.bytes_read);

@@ -68,6 +68,10 @@ void AddNodeFlags(CLI::App& app, NodeOptions& o) {
   app.add_option("--disk_queue_depth", o.disk_queue_depth,
                  "io_uring operations in flight per disk ring")
       ->capture_default_str();
+  app.add_option("--disk_promote_after", o.disk_promote_after,
+                 "Reads from the disk tier after which an object is copied back into DRAM in "
+                 "the background (0: never)")
+      ->capture_default_str();
   rpc::AddSecurityFlags(app, o.security, /*server=*/true);
   AddConfigFileFlag(app, "node", o.config_source);
 }

@@ -43,6 +43,9 @@ struct NodeOptions {
   std::string disk_path;
   std::string disk_size;
   uint32_t disk_queue_depth = 32;
+  // --disk_promote_after N: reads from disk after which an object is copied back to DRAM (0:
+  // never).
+  uint32_t disk_promote_after = 2;
   uint64_t disk_bytes = 0;  // filled by ValidateNodeOptions from disk_size
 
   // --auth_secret_file (or $KVPOOL_AUTH_SECRET), --tls_cert, --tls_key, --tls_ca,

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "master/master_client.h"
 #include "pool.h"
 
 namespace kvpool::testing {
@@ -100,8 +101,10 @@ ClientOptions Quick() {
 // A pool of one node with `dram` of DRAM over a `disk` disk tier in a fresh directory, and a
 // client of it (null if it could not be set up).
 struct DiskPool {
-  DiskPool(const std::string& dram, const std::string& disk) : pool({"--client_ttl", "30"}) {
-    pool.AddNode(dram, {"--disk_path", dir.path(), "--disk_size", disk});
+  DiskPool(const std::string& dram, const std::string& disk, std::vector<std::string> flags = {})
+      : pool({"--client_ttl", "30"}) {
+    flags.insert(flags.begin(), {"--disk_path", dir.path(), "--disk_size", disk});
+    pool.AddNode(dram, flags);
     client = pool.NewClient(Quick());
   }
   DiskDir dir;  // outlives the pool
@@ -176,11 +179,65 @@ TEST(DiskTierTest, FlippedBitOnDiskIsNeverServed) {
   EXPECT_GT(n.exact, 0);
 }
 
+// The tiers of `key`'s replicas in the master's order (DRAM first), without taking a lease.
+std::vector<uint32_t> TiersOf(master::MasterClient& probe, const std::string& key) {
+  const std::vector<std::string> keys = {key};
+  auto where = probe.GetReplicaList(keys, /*no_lease=*/true, DeadlineAfter(milliseconds(3000)));
+  std::vector<uint32_t> tiers;
+  if (!where.ok() || where->objects(0).code() != 0) return tiers;
+  for (const rpc::Replica& r : where->objects(0).replicas()) tiers.push_back(r.tier());
+  return tiers;
+}
+
+// The node's default --disk_promote_after 2: the first read of a disk-only object leaves it
+// there, the second copies it back into DRAM in the background; readers then get the DRAM copy
+// (exact bytes throughout) and the disk copy stays.
+TEST(DiskTierTest, SecondReadFromDiskPromotesTheObjectBackToDram) {
+  DiskPool p("16MB", "64MB");
+  ASSERT_NE(p.client, nullptr);
+  Client& c = *p.client;
+  ASSERT_EQ(PutPages(c, 0, 40, 16), 40);
+  ASSERT_GE(WaitForDiskReplicas(c, 40, milliseconds(10000)), 40u);
+  ASSERT_EQ(PutPages(c, 40, 120, 16), 80);  // 30 MB into 16 MB of DRAM: the first are on disk only
+  WaitForDiskReplicas(c, 120, milliseconds(10000));
+  // Past the master's --eviction_min_age_ms (2 s): a promotion evicts only objects older than
+  // that from DRAM (they stay on disk), never what an engine has just written.
+  std::this_thread::sleep_for(milliseconds(2500));
+  master::MasterClient probe(*rpc::ParseEndpoint(p.pool.master_address()), "probe");
+  std::vector<int> cold;
+  for (int i = 0; i < 40 && cold.size() < 4; ++i) {
+    if (TiersOf(probe, PageKey(i)) == std::vector<uint32_t>{rpc::TIER_DISK}) cold.push_back(i);
+  }
+  ASSERT_EQ(cold.size(), 4u);
+  auto read_cold = [&] {
+    for (int i : cold) {
+      Counts n = GetPages(c, i, i + 1);
+      EXPECT_EQ(n.exact, 1) << PageKey(i) << " failed=" << n.failed << " wrong=" << n.wrong;
+    }
+  };
+  read_cold();
+  std::this_thread::sleep_for(milliseconds(500));
+  for (int i : cold) {
+    EXPECT_EQ(TiersOf(probe, PageKey(i)), std::vector<uint32_t>{rpc::TIER_DISK}) << PageKey(i);
+  }
+  read_cold();  // the second read from disk
+  const std::vector<uint32_t> both = {rpc::TIER_DRAM, rpc::TIER_DISK};
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  size_t promoted = 0;
+  while (std::chrono::steady_clock::now() < until && promoted < cold.size()) {
+    promoted = 0;
+    for (int i : cold) promoted += TiersOf(probe, PageKey(i)) == both ? 1 : 0;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  EXPECT_EQ(promoted, cold.size());
+  read_cold();  // from DRAM now
+}
+
 // Reads of 128 x 1 MiB batches served from disk, against fio's random 1 MiB O_DIRECT reads at
 // the node's queue depth on the same file system in the same run (docs/benchmarks.md, "Disk
 // tier"). Prints both; asserts exact bytes only (the figure depends on the machine's load).
 TEST(DiskTierTest, DiskReadThroughputAgainstFio) {
-  DiskPool p("16MB", "512MB");
+  DiskPool p("16MB", "512MB", {"--disk_promote_after", "0"});  // every round reads the disk
   ASSERT_NE(p.client, nullptr);
   Client& c = *p.client;
   constexpr size_t kMiB = 1 << 20;
