@@ -80,6 +80,7 @@ bool Evictor::IsCandidate(const Object& o, const Pass& pass) const {
   if (pass.tenant && TenantOf(o.key()) != *pass.tenant) return false;
   // Only on a disk tier: that tier's host evicts it, never the master.
   if (!HasTier(o.replicas(), kTierDram)) return false;
+  if (pass.on_disk && HasTier(o.replicas(), kTierDisk) != *pass.on_disk) return false;
   return !pass.segment || HasReplicaOn(o, *pass.segment);
 }
 
@@ -228,13 +229,18 @@ EvictionResult Evictor::Evict(uint64_t target_bytes, std::optional<uint64_t> seg
   if (min_idle_ns > 0 && young_too) {
     classes.push_back({std::nullopt, std::numeric_limits<int64_t>::max()});
   }
+  // Demotions first where a disk tier could have the object: {true} then everyone.
+  std::vector<std::optional<bool>> disk_first = {std::nullopt};
+  if (!tenant && registry_->AnyDiskTier()) disk_first.insert(disk_first.begin(), true);
   for (bool soft : {false, true}) {
-    for (const Class& c : classes) {
-      if (total.bytes >= target_bytes) break;
-      Pass pass{soft, segment, now_ns, tenant, c.asked, c.idle_at_most_ns};
-      EvictionResult r = EvictClass(pass, target_bytes - total.bytes);
-      total.objects += r.objects;
-      total.bytes += r.bytes;
+    for (const std::optional<bool>& on_disk : disk_first) {
+      for (const Class& c : classes) {
+        if (total.bytes >= target_bytes) break;
+        Pass pass{soft, segment, now_ns, tenant, c.asked, c.idle_at_most_ns, on_disk};
+        EvictionResult r = EvictClass(pass, target_bytes - total.bytes);
+        total.objects += r.objects;
+        total.bytes += r.bytes;
+      }
     }
   }
   evicted_total_.fetch_add(total.objects, std::memory_order_relaxed);

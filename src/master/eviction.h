@@ -58,6 +58,9 @@ class Evictor {
   // candidates and bytes count as the tenant ledger counts them (size x replicas: quotas).
   // `min_idle_ns`: objects touched (put, exists, get) more recently are spared, unless
   // `young_too`, in which case they go last (least recently used first).
+  // When a disk tier is mounted (and no `tenant` is given), objects with a disk replica go
+  // before any without: evicting them only demotes them (still readable, from disk), while an
+  // object not yet copied to disk would be lost.
   EvictionResult Evict(uint64_t target_bytes, std::optional<uint64_t> segment, int64_t now_ns,
                        std::optional<std::string_view> tenant = std::nullopt,
                        int64_t min_idle_ns = 0, bool young_too = true);
@@ -81,6 +84,7 @@ class Evictor {
     std::optional<std::string_view> tenant;
     std::optional<bool> asked;  // only objects asked for (or not) since written; any: nullopt
     int64_t idle_at_most_ns;    // only objects whose last access is at or before this
+    std::optional<bool> on_disk = std::nullopt;  // only objects with (or without) a disk replica
   };
   bool IsCandidate(const Object& o, const Pass& pass) const;
   // Step 1: the last_access at or below which candidates hold about `target` bytes.

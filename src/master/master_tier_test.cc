@@ -119,6 +119,22 @@ TEST_F(TierTest, DiskReplicaIsListedAfterDramAndKeepsTheObjectThroughEviction) {
   EXPECT_EQ(Exists1("hot"), 1);
 }
 
+// An object already on disk is evicted (demoted: still readable) before an older one that is
+// not: evicting that one would lose it.
+TEST_F(TierTest, EvictionDemotesObjectsOnDiskBeforeDroppingOlderOnesThatAreNot) {
+  PutSummed("old-dram-only", 1, At(1));
+  PutSummed("newer-on-disk", 2, At(2));
+  ASSERT_EQ(Code(Update({Obj("newer-on-disk", 0, 2)}).codes(0)), ErrorCode::OK);
+  for (int i = 0; i < 14; ++i) PutSummed("fill" + std::to_string(i), 100 + i, At(3 + i));
+  PutSummed("one-more", 9, At(50));  // the segment (16 objects) is full: one must go
+  EXPECT_EQ(Exists1("old-dram-only"), 1);
+  rpc::ObjectLocation loc = Get1("newer-on-disk", At(51), /*no_lease=*/true);
+  ASSERT_EQ(loc.replicas_size(), 1);
+  EXPECT_EQ(loc.replicas(0).tier(), static_cast<uint32_t>(rpc::TIER_DISK));
+  EXPECT_EQ(Get1("old-dram-only", At(51), true).replicas(0).tier(), 0u);
+  EXPECT_EQ(core_.demoted_total(), 1u);
+}
+
 TEST_F(TierTest, AddsThatCannotBeTrustedAreRefused) {
   PutSummed("a", 5);
   auto c = Update({Obj("a", 0, 6), Obj("a", 0, 5, kTierObj + 1), Obj("missing", 0, 5),

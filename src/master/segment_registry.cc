@@ -404,6 +404,14 @@ Result<uint64_t> SegmentRegistry::OwnDramSegment(std::string_view name,
   return it->second->id;
 }
 
+bool SegmentRegistry::AnyDiskTier() const {
+  std::shared_lock lock(map_mu_);
+  for (const auto& [id, seg] : by_id_) {
+    if (seg->tier == kTierDisk) return true;
+  }
+  return false;
+}
+
 bool SegmentRegistry::AllocateOn(uint64_t segment_id, uint64_t size, Placement* out) {
   std::shared_lock lock(map_mu_);
   auto it = by_id_.find(segment_id);

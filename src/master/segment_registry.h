@@ -183,6 +183,8 @@ class SegmentRegistry {
   bool AllocateOn(uint64_t segment_id, uint64_t size, Placement* out);
   // Counts a replica its host placed on disk segment `segment_id` (added) or dropped itself.
   void CountDiskReplica(uint64_t segment_id, uint64_t object_size, bool added);
+  // True when some disk-tier segment is mounted.
+  bool AnyDiskTier() const;
   // The tier of segment `segment_id` (kTierDram for a stale id).
   uint32_t TierOf(uint64_t segment_id) const;
 

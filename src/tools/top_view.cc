@@ -111,6 +111,11 @@ TopSnapshot SnapshotOf(const std::vector<PromSample>& samples) {
     if (name == "leases_held") s.leases = p.value;
     if (name == "leased_bytes") s.leased_bytes = p.value;
     if (name == "put_refused_total") s.refused[std::string(p.label("reason"))] = p.value;
+    if (name == "tier_capacity_bytes" && p.label("tier") == "disk") s.disk_capacity = p.value;
+    if (name == "tier_used_bytes" && p.label("tier") == "disk") s.disk_used = p.value;
+    if (name == "disk_replicas") s.disk_replicas = p.value;
+    if (name == "demoted_objects_total") s.demoted = p.value;
+    if (name == "promoted_objects_total") s.promoted = p.value;
     if (p.labels.count("method") != 0) Method(s, name, p);
   }
   std::sort(s.segments.begin(), s.segments.end(),
@@ -127,6 +132,19 @@ std::string RenderTop(const std::string& title, const TopSnapshot& now, const To
                  now.segments.size(), Bytes(now.capacity), Bytes(now.used),
                  Percent(now.used, now.capacity), now.objects, now.pending, now.clients,
                  now.evicted);
+  if (now.disk_capacity > 0) {
+    // Demoted: evicted from DRAM, kept on disk; promoted: copied back to DRAM after disk hits.
+    const bool rates = prev != nullptr;
+    fmt::format_to(std::back_inserter(out),
+                   "disk tiers: capacity {}, used {} ({}), {:.0f} replicas; demoted {}, "
+                   "promoted {}\n\n",
+                   Bytes(now.disk_capacity), Bytes(now.disk_used),
+                   Percent(now.disk_used, now.disk_capacity), now.disk_replicas,
+                   rates ? Rate(now.demoted, prev->demoted, elapsed_s) + "/s"
+                         : fmt::format("{:.0f}", now.demoted),
+                   rates ? Rate(now.promoted, prev->promoted, elapsed_s) + "/s"
+                         : fmt::format("{:.0f}", now.promoted));
+  }
   if (!now.refused.empty() || now.leases > 0) {
     // Back-pressure: what holds the pool, and the puts it refused (per second from the second
     // screen on, totals on the first).

@@ -30,6 +30,8 @@ struct TopSnapshot {
   double capacity = 0, used = 0, objects = 0, pending = 0, clients = 0, evicted = 0;
   double leases = 0, leased_bytes = 0;
   std::map<std::string, double> refused;  // put items refused, by `reason` label
+  // The nodes' disk tiers (all 0 without one).
+  double disk_capacity = 0, disk_used = 0, disk_replicas = 0, demoted = 0, promoted = 0;
 };
 
 // OK when `samples` are a kvpool master's (kvpool_master_info is there). Else INVALID_PARAMS

@@ -112,5 +112,27 @@ TEST(TopViewTest, OnlyAMastersMetricsAreShown) {
       << st.message();
 }
 
+TEST(TopViewTest, DiskTiersLineWhenTheNodesHaveOne) {
+  const std::string base = kFirst;
+  EXPECT_EQ(RenderTop("t", SnapshotOf(ParsePromText(base)), nullptr, 0).find("disk tiers"),
+            std::string::npos);  // no disk tier: no line
+  const std::string disk = base +
+                           "kvpool_master_tier_capacity_bytes{tier=\"disk\"} 4096\n"
+                           "kvpool_master_tier_used_bytes{tier=\"disk\"} 1024\n"
+                           "kvpool_master_disk_replicas 3\n"
+                           "kvpool_master_demoted_objects_total 10\n"
+                           "kvpool_master_promoted_objects_total 2\n";
+  TopSnapshot a = SnapshotOf(ParsePromText(disk));
+  std::string first = RenderTop("t", a, nullptr, 0);
+  EXPECT_NE(first.find("disk tiers: capacity 4.00 KiB, used 1.00 KiB (25.0%), 3 replicas; "
+                       "demoted 10, promoted 2"),
+            std::string::npos)
+      << first;
+  std::string later = disk;
+  later.replace(later.find("demoted_objects_total 10"), 24, "demoted_objects_total 30");
+  std::string second = RenderTop("t", SnapshotOf(ParsePromText(later)), &a, 2.0);
+  EXPECT_NE(second.find("demoted 10.0/s, promoted 0.0/s"), std::string::npos) << second;
+}
+
 }  // namespace
 }  // namespace kvpool::tools

@@ -118,9 +118,10 @@ TEST(DiskTierTest, NodeWith128MbDramKeeps800MbReadableAndAcrossKill9) {
   Client& c = *p.client;
   constexpr int kPages = 3200;  // 800 MB
   auto t0 = std::chrono::steady_clock::now();
-  // 100 MB at a time, letting the offloader get within 50 MB of the puts: DRAM eviction does not
-  // yet prefer objects already on disk, so an object evicted before its copy is durable is gone
-  // (docs/failure-model.md). Unpaced, a machine busy with other tests lost 50 of 3200.
+  // 100 MB at a time, letting the offloader get within 50 MB of the puts: DRAM eviction takes
+  // objects already on disk first, but once puts outrun the offloader by the whole DRAM tier an
+  // object evicted before its copy is durable is gone (docs/failure-model.md). Unpaced, a
+  // machine busy with other tests lost 50 of 3200 (before eviction preferred disk objects).
   constexpr int kChunk = 400;
   for (int b = 0; b < kPages; b += kChunk) {
     ASSERT_EQ(PutPages(c, b, b + kChunk), kChunk);
