@@ -21,6 +21,8 @@ constexpr auto kRetryDelay = std::chrono::milliseconds(200);
 constexpr int kMaxAddTries = 50;
 // Most victims one eviction round asks the master to drop.
 constexpr size_t kMaxVictims = 256;
+// Most objects of failed READs waiting to be checked again.
+constexpr size_t kMaxSuspects = 4096;
 
 }  // namespace
 
@@ -150,8 +152,9 @@ void DiskHost::Offload(const rpc::JournalEntry& commit) {
 void DiskHost::Run() {
   std::unique_lock lock(mu_);
   while (!stop_) {
-    cv_.wait_for(lock, kRetryDelay,
-                 [this] { return stop_ || !queue_.empty() || !promote_queue_.empty(); });
+    cv_.wait_for(lock, kRetryDelay, [this] {
+      return stop_ || !queue_.empty() || !promote_queue_.empty() || !suspects_.empty();
+    });
     if (stop_) break;
     std::vector<Pending> batch;
     uint64_t bytes = 0;
@@ -170,10 +173,24 @@ void DiskHost::Run() {
       promote.push_back(std::move(promote_queue_.front()));
       promote_queue_.pop_front();
     }
+    std::vector<disk::DiskObject> suspects(std::make_move_iterator(suspects_.begin()),
+                                           std::make_move_iterator(suspects_.end()));
+    suspects_.clear();
     lock.unlock();
     if (!batch.empty()) OffloadBatch(std::move(batch));
+    if (!suspects.empty()) CheckSuspects(std::move(suspects));
     if (!promote.empty()) PromoteBatch(std::move(promote));
     RetryDue();
+    if (!suspect_retries_.empty()) {
+      const auto now = Clock::now();
+      std::vector<disk::DiskObject> due;
+      std::erase_if(suspect_retries_, [&](Retry& r) {
+        if (r.due > now) return false;
+        due.push_back(std::move(r.obj));
+        return true;
+      });
+      if (!due.empty()) CheckSuspects(std::move(due));
+    }
     lock.lock();
   }
 }
@@ -370,6 +387,14 @@ std::optional<rpc::Reply> DiskHost::Read(const rpc::DataRequest& req) {
   Status st = tier_->Read(ops, buf);
   if (!st.ok()) {
     read_failures_.fetch_add(1, std::memory_order_relaxed);
+    {
+      std::lock_guard lock(mu_);
+      for (const rpc::Range& r : req.ranges()) {
+        if (suspects_.size() >= kMaxSuspects) break;
+        if (auto o = tier_->Find(r.offset(), r.length())) suspects_.push_back(std::move(*o));
+      }
+    }
+    cv_.notify_one();
     return rpc::Reply::Error(st);
   }
   CountHits(req);
@@ -378,6 +403,49 @@ std::optional<rpc::Reply> DiskHost::Read(const rpc::DataRequest& req) {
   for (const auto& op : ops) reply.payload.emplace_back(op.dst, op.length);
   reply.keep_alive = std::move(buf);
   return reply;
+}
+
+void DiskHost::CheckSuspects(std::vector<disk::DiskObject> suspects) {
+  std::vector<disk::DiskObject> bad;
+  for (disk::DiskObject& o : suspects) {
+    if (!tier_->Find(o.offset, o.size)) continue;  // freed meanwhile
+    std::shared_ptr<disk::AlignedBuffer> buf = read_buffers_->Acquire(tier_->Reserved(o.size));
+    disk::DiskTier::ReadOp op{o.offset, o.size, buf->data()};
+    if (!tier_->Read(std::span<const disk::DiskTier::ReadOp>(&op, 1), buf).ok()) {
+      bad.push_back(std::move(o));
+    }
+  }
+  if (bad.empty()) return;
+  master::MasterClient* master;
+  {
+    std::lock_guard lock(mu_);
+    master = master_;
+  }
+  std::vector<rpc::StoredObject> dropped;
+  for (const disk::DiskObject& o : bad) dropped.push_back(Stored(o));
+  auto r = master->TierUpdate(name_, {}, dropped, DeadlineAfter(options_.rpc_timeout));
+  if (!r.ok()) return;  // still listed: the next failed READ brings them back here
+  std::vector<uint64_t> frees;
+  {
+    std::lock_guard lock(mu_);
+    for (size_t i = 0; i < bad.size(); ++i) {
+      auto code = static_cast<ErrorCode>(r->codes(static_cast<int>(i)));
+      if (code == ErrorCode::OK) {
+        frees.push_back(bad[i].offset);
+      } else if (code == ErrorCode::OBJECT_NOT_FOUND) {
+        doomed_.insert(bad[i].offset);  // the master freed it: its FREE frees the space
+      } else if (code == ErrorCode::OBJECT_HAS_LEASE && suspect_retries_.size() < kMaxSuspects) {
+        // The reader that just failed on it may not have ended its lease yet.
+        suspect_retries_.push_back(Retry{std::move(bad[i]), Clock::now() + kRetryDelay, 0});
+      }
+    }
+  }
+  if (frees.empty()) return;
+  spdlog::warn(
+      "disk segment={}: {} objects failed a second read and were unlisted (a miss now, "
+      "not an error)",
+      name_, frees.size());
+  dropped_unreadable_.fetch_add(tier_->Free(frees), std::memory_order_relaxed);
 }
 
 DiskHostStats DiskHost::stats() const {
@@ -396,6 +464,7 @@ DiskHostStats DiskHost::stats() const {
   s.read_failures = read_failures_.load(std::memory_order_relaxed);
   s.promoted = promoted_.load(std::memory_order_relaxed);
   s.promote_failed = promote_failed_.load(std::memory_order_relaxed);
+  s.dropped_unreadable = dropped_unreadable_.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -17,6 +17,11 @@
 // objects) through io_uring into one aligned buffer, checks each against its checksum
 // (CHECKSUM_MISMATCH, never wrong bytes) and replies from that buffer.
 //
+// Bad objects: when a READ fails (an I/O error, a checksum mismatch), the background thread
+// reads each of its objects again on its own; one that fails again is unlisted at the master
+// and its space freed, so readers get OBJECT_NOT_FOUND (a miss) instead of the same error on
+// every read. Objects that read back fine stay.
+//
 // Promotion: an object read from disk promote_after_hits times is copied back into the DRAM
 // segment by the background thread (PROMOTE in kvpool.proto): the master reserves a range, the
 // thread reads the object from disk again (checksum checked) into it, and the master lists it
@@ -60,15 +65,16 @@ struct DiskHostOptions {
 struct DiskHostStats {
   disk::DiskTierStats tier;
   uint64_t offload_queue_depth = 0;
-  uint64_t offloaded = 0;        // objects copied to disk and listed by the master
-  uint64_t offload_skipped = 0;  // no checksum recorded, or the bytes changed before the copy
-  uint64_t offload_dropped = 0;  // queue full
-  uint64_t offload_failed = 0;   // no room, I/O error, or the master refused it
-  uint64_t evicted = 0;          // objects the tier evicted (least recently used)
-  uint64_t read_requests = 0;    // READs served from disk
-  uint64_t read_failures = 0;    // of which failed (checksum, I/O, unknown range)
-  uint64_t promoted = 0;         // objects copied back to DRAM and listed there by the master
-  uint64_t promote_failed = 0;   // promotions given up (no DRAM room, I/O, refused, queue full)
+  uint64_t offloaded = 0;           // objects copied to disk and listed by the master
+  uint64_t offload_skipped = 0;     // no checksum recorded, or the bytes changed before the copy
+  uint64_t offload_dropped = 0;     // queue full
+  uint64_t offload_failed = 0;      // no room, I/O error, or the master refused it
+  uint64_t evicted = 0;             // objects the tier evicted (least recently used)
+  uint64_t read_requests = 0;       // READs served from disk
+  uint64_t read_failures = 0;       // of which failed (checksum, I/O, unknown range)
+  uint64_t promoted = 0;            // objects copied back to DRAM and listed there by the master
+  uint64_t promote_failed = 0;      // promotions given up (no DRAM room, I/O, refused, queue full)
+  uint64_t dropped_unreadable = 0;  // objects unlisted because they failed a second read
 };
 
 class DiskHost : public transfer::TierReader {
@@ -120,6 +126,9 @@ class DiskHost : public transfer::TierReader {
   // retried later.
   void ReportAdds(std::vector<disk::DiskObject> written, int tries);
   void RetryDue();
+  // Re-reads each object of a failed READ alone; unlists (master first) and frees those that
+  // fail again.
+  void CheckSuspects(std::vector<disk::DiskObject> suspects);
   // Counts a hit on each object `req` read; queues those that reached promote_after_hits.
   void CountHits(const rpc::DataRequest& req);
   // Promotes `objects` (disk offsets) into the DRAM segment: reserve, fill, commit.
@@ -153,6 +162,8 @@ class DiskHost : public transfer::TierReader {
 
   // Offload thread only.
   std::vector<Retry> retries_;
+  // Unreadable objects a reader held when they were to be unlisted: tried again when due.
+  std::vector<Retry> suspect_retries_;
   // Offsets the master no longer lists, whose FREE is on its way. Guarded by mu_.
   std::unordered_set<uint64_t> doomed_;
   // Promotion (guarded by mu_): reads per disk offset since the last promotion try (bounded:
@@ -163,11 +174,13 @@ class DiskHost : public transfer::TierReader {
   std::unordered_map<uint64_t, uint32_t> hits_;
   std::deque<disk::DiskObject> promote_queue_;
   std::unordered_map<uint64_t, std::string> promoting_dram_;
+  // Objects of failed READs, to check again (guarded by mu_; bounded like promote_queue_).
+  std::deque<disk::DiskObject> suspects_;
   std::atomic<bool> master_error_logged_{false};
 
   std::atomic<uint64_t> offloaded_{0}, skipped_{0}, dropped_{0}, failed_{0}, evicted_{0};
   std::atomic<uint64_t> read_requests_{0}, read_failures_{0};
-  std::atomic<uint64_t> promoted_{0}, promote_failed_{0};
+  std::atomic<uint64_t> promoted_{0}, promote_failed_{0}, dropped_unreadable_{0};
 };
 
 }  // namespace kvpool::node

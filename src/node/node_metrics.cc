@@ -78,6 +78,10 @@ void RenderDisk(metrics::TextWriter& w, const DiskHostStats& d) {
   w.WriteCounter("kvpool_node_disk_read_failures_total",
                  "READ requests of the disk tier that failed (checksum, I/O error, unknown range).",
                  d.read_failures);
+  w.WriteCounter("kvpool_node_disk_unreadable_dropped_total",
+                 "Objects unlisted from the disk tier because they failed a second read (I/O "
+                 "error, checksum).",
+                 d.dropped_unreadable);
   w.Family("kvpool_node_disk_promotions_total", "counter",
            "Objects read from disk often enough to be copied back to DRAM, by outcome: promoted "
            "(listed in DRAM by the master) or failed (no DRAM room, I/O error, refused).");

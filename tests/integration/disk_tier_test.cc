@@ -180,6 +180,53 @@ TEST(DiskTierTest, FlippedBitOnDiskIsNeverServed) {
   EXPECT_GT(n.exact, 0);
 }
 
+// The disk fails under the node: its data file is cut to nothing (every disk read now ends
+// early, an I/O error). Reads of disk-only objects fail, never with wrong bytes; the error is
+// logged once with the path and counted; the node keeps serving DRAM and new puts; and the
+// unreadable objects are unlisted, so they turn into misses instead of failing on every read.
+TEST(DiskTierTest, IoErrorsMidRunFailOnlyThoseReadsAndLeaveTheNodeServing) {
+  DiskPool p("16MB", "64MB");
+  ASSERT_NE(p.client, nullptr);
+  Client& c = *p.client;
+  ASSERT_EQ(PutPages(c, 0, 40, 16), 40);
+  ASSERT_GE(WaitForDiskReplicas(c, 40, milliseconds(10000)), 40u);
+  ASSERT_EQ(PutPages(c, 40, 120, 16), 80);  // the first pages are on disk only now
+  WaitForDiskReplicas(c, 120, milliseconds(10000));
+  ASSERT_EQ(::truncate((p.dir.path() + "/kvpool-disk.data").c_str(), 0), 0);
+  Counts cold = GetPages(c, 0, 40);
+  EXPECT_EQ(cold.wrong, 0);
+  EXPECT_GT(cold.failed, 0);
+  Counts again = GetPages(c, 0, 40);  // a second round: the same errors, still no wrong bytes
+  EXPECT_EQ(again.wrong, 0);
+  // Logged once, naming the path; counted.
+  const std::string log = p.pool.node(0).Log();
+  size_t logged = 0;
+  for (size_t at = log.find("further disk I/O errors are counted"); at != std::string::npos;
+       at = log.find("further disk I/O errors are counted", at + 1)) {
+    ++logged;
+  }
+  EXPECT_EQ(logged, 1u) << log;
+  EXPECT_NE(log.find("disk tier " + p.dir.path()), std::string::npos) << log;
+  // The node still serves: the pages in DRAM, and new puts.
+  Counts warm = GetPages(c, 110, 120);
+  EXPECT_EQ(warm.exact, 10) << "failed=" << warm.failed;
+  ASSERT_EQ(PutPages(c, 200, 210), 10);
+  EXPECT_EQ(GetPages(c, 200, 210).exact, 10);
+  // The unreadable objects are unlisted: a miss, as if evicted.
+  int gone = 0;
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < until) {
+    gone = 0;
+    for (int i = 0; i < 40; ++i) {
+      auto e = c.IsExist(PageKey(i));
+      gone += e.ok() && !*e ? 1 : 0;
+    }
+    if (gone >= cold.failed) break;
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  EXPECT_GE(gone, cold.failed);
+}
+
 // The tiers of `key`'s replicas in the master's order (DRAM first), without taking a lease.
 std::vector<uint32_t> TiersOf(master::MasterClient& probe, const std::string& key) {
   const std::vector<std::string> keys = {key};
