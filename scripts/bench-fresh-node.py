@@ -9,39 +9,16 @@ Usage: scripts/bench-fresh-node.py [--batches 16] [--segment 4GB] [--runs 3] [--
   e.g. scripts/bench-fresh-node.py -- --prefault false
 Needs build/ (the kvpool binary and Python module)."""
 import argparse
-import os
-import socket
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "build", "python"))
+import bench_pool  # noqa: E402  (puts build/python on sys.path)
 import numpy as np  # noqa: E402
 
 import kvpool  # noqa: E402
 
-BINARY = os.path.join(ROOT, "build", "src", "tools", "kvpool")
 PAGE = 1 << 20
 BATCH = 128
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port, seconds=20):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return True
-        time.sleep(0.02)
-    return False
 
 
 def memcpy_gbps(src, dst, reps=5):
@@ -54,19 +31,10 @@ def memcpy_gbps(src, dst, reps=5):
 
 
 def run_once(args, node_flags):
-    log = tempfile.TemporaryFile()
-    mport, nport = free_port(), free_port()
-    procs = [subprocess.Popen([BINARY, "master", "--rpc_port", str(mport), "--rpc_host",
-                               "127.0.0.1", "--metrics_port", "0"], stdout=log, stderr=log)]
-    try:
-        if not wait_port(mport):
-            raise RuntimeError("master did not start")
-        procs.append(subprocess.Popen(
-            [BINARY, "node", "--host", "127.0.0.1", "--port", str(nport), "--master_server_address",
-             f"127.0.0.1:{mport}", "--global_segment_size", args.segment, *node_flags], stdout=log, stderr=log))
+    with bench_pool.pool(args.segment, node_flags) as (_, node):
         store = kvpool.KVPoolStore()
         end = time.monotonic() + 20
-        while store.setup_dummy(BATCH * PAGE * 2, 16 << 20, f"127.0.0.1:{nport}") != 0:
+        while store.setup_dummy(BATCH * PAGE * 2, 16 << 20, node) != 0:
             if time.monotonic() > end:
                 raise RuntimeError("node did not start: " + kvpool.last_error())
             time.sleep(0.02)
@@ -86,10 +54,6 @@ def run_once(args, node_flags):
         memcpy = memcpy_gbps(view[:BATCH * PAGE], view[BATCH * PAGE:])
         store.close()
         return rates, memcpy
-    finally:
-        for p in reversed(procs):
-            p.kill()
-            p.wait()
 
 
 def main():

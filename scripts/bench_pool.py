@@ -1,0 +1,50 @@
+"""A master and one node started from build/ for the Python benchmark scripts (real processes on
+127.0.0.1, free ports, killed on exit)."""
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "build", "python"))
+BINARY = os.path.join(ROOT, "build", "src", "tools", "kvpool")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, seconds=20):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return True
+        time.sleep(0.02)
+    return False
+
+
+@contextlib.contextmanager
+def pool(segment, node_flags=()):
+    """Yields (master address, node address); the node is started but may not have mounted yet."""
+    log = tempfile.TemporaryFile()
+    mport, nport = free_port(), free_port()
+    procs = [subprocess.Popen([BINARY, "master", "--rpc_port", str(mport), "--rpc_host",
+                               "127.0.0.1", "--metrics_port", "0"], stdout=log, stderr=log)]
+    try:
+        if not wait_port(mport):
+            raise RuntimeError("master did not start")
+        procs.append(subprocess.Popen(
+            [BINARY, "node", "--host", "127.0.0.1", "--port", str(nport), "--master_server_address",
+             f"127.0.0.1:{mport}", "--global_segment_size", segment, *node_flags],
+            stdout=log, stderr=log))
+        yield f"127.0.0.1:{mport}", f"127.0.0.1:{nport}"
+    finally:
+        for p in reversed(procs):
+            p.kill()
+            p.wait()
