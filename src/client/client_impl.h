@@ -16,7 +16,7 @@
 #include "client/lease_flusher.h"
 #include "common/task_pool.h"
 #include "kvpool/client.h"
-#include "master/master_client.h"
+#include "master_client/master_client.h"
 #include "node/heartbeat.h"
 #include "node/segment_host.h"
 #include "rpc/connection_pool.h"

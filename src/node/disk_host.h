@@ -35,7 +35,7 @@
 #include "common/time.h"
 #include "disk/disk_tier.h"
 #include "disk/read_buffers.h"
-#include "master/master_client.h"
+#include "master_client/master_client.h"
 #include "rpc/kvpool.pb.h"
 #include "transfer/segment_table.h"
 #include "transfer/tier_reader.h"

@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "common/time.h"
-#include "master/master_client.h"
+#include "master_client/master_client.h"
 #include "node/segment_host.h"
 
 namespace kvpool::node {

@@ -10,7 +10,7 @@
 
 #include "common/time.h"
 #include "kvpool/status.h"
-#include "master/master_client.h"
+#include "master_client/master_client.h"
 #include "node/disk_host.h"
 #include "node/object_list.h"
 #include "rpc/server.h"
