@@ -15,10 +15,10 @@
 #include "client/buffer_registry.h"
 #include "client/lease_flusher.h"
 #include "common/task_pool.h"
+#include "hosting/heartbeat.h"
+#include "hosting/segment_host.h"
 #include "kvpool/client.h"
 #include "master_client/master_client.h"
-#include "node/heartbeat.h"
-#include "node/segment_host.h"
 #include "rpc/connection_pool.h"
 #include "transfer/local_transport.h"
 #include "transfer/tcp_transport.h"
@@ -101,7 +101,7 @@ class ClientImpl : public Client {
   void MountSegmentNow();
   // The counters of the contributed segment's data service (null when none).
   // The disk tier's figures (node metrics); nullopt without one.
-  std::optional<node::DiskHostStats> DiskStats() const {
+  std::optional<hosting::DiskHostStats> DiskStats() const {
     if (host_ == nullptr || host_->disk() == nullptr) return std::nullopt;
     return host_->disk()->stats();
   }
@@ -204,9 +204,9 @@ class ClientImpl : public Client {
   rpc::ConnectionPool data_pool_;
   TaskPool transfer_workers_;  // runs a batch's transfer parts in parallel (TransferPlan)
   transfer::TcpTransport tcp_{&data_pool_};
-  std::unique_ptr<node::SegmentHost> host_;  // embedded mode only
+  std::unique_ptr<hosting::SegmentHost> host_;  // embedded mode only
   std::unique_ptr<transfer::LocalTransport> local_;
-  std::unique_ptr<node::Heartbeat> heartbeat_;
+  std::unique_ptr<hosting::Heartbeat> heartbeat_;
   std::unique_ptr<LeaseFlusher> lease_flusher_;  // sends finished leases no request carried
   BufferRegistry buffers_;
   std::atomic<bool> closed_{false};

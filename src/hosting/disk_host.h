@@ -40,7 +40,7 @@
 #include "transfer/segment_table.h"
 #include "transfer/tier_reader.h"
 
-namespace kvpool::node {
+namespace kvpool::hosting {
 
 struct DiskHostOptions {
   disk::DiskTierOptions tier;
@@ -143,4 +143,4 @@ class DiskHost : public transfer::TierReader {
   std::atomic<uint64_t> read_requests_{0}, read_failures_{0};
 };
 
-}  // namespace kvpool::node
+}  // namespace kvpool::hosting
