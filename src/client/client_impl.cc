@@ -23,6 +23,11 @@ Result<std::unique_ptr<Client>> Client::Setup(const ClientOptions& options) {
 
 namespace client {
 
+std::unique_ptr<HostedClient> MakeHostedClient(const ClientOptions& options,
+                                               HostingOptions hosting) {
+  return std::make_unique<ClientImpl>(options, std::move(hosting));
+}
+
 template <typename Ptr>
 std::vector<Buffers> ToBuffers(const BufferRegistry& registry, const std::vector<std::string>& keys,
                                const std::vector<std::vector<Ptr>>& ptrs,
