@@ -55,6 +55,36 @@ while IFS= read -r hit; do
 done < <(grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"client/' "${src}/src/node" \
            --include='*.h' --include='*.cc' || true)
 
+# Every folder by layer, as its library's below. A file that is not a test includes headers of
+# its own folder, of include/kvpool/ and of lower layers only (tests may reach up for a helper,
+# e.g. a raw-socket peer; the rules above hold for them too).
+declare -A folder_layer=(
+  [common]=0 [alloc]=0 [rpc]=1 [disk]=1 [ha]=2 [transfer]=2 [master_client]=3 [hosting]=4
+  [client]=5 [master]=5 [node]=6 [tools]=7 [python]=7
+)
+for dir in "${src}"/src/*/; do
+  folder=$(basename "${dir}")
+  if [ -z "${folder_layer[${folder}]+x}" ]; then
+    fail "src/${folder}: a folder missing from folder_layer in scripts/check-layers.sh"
+    continue
+  fi
+  while IFS= read -r hit; do
+    [ -z "${hit}" ] && continue
+    file=${hit%%:*}
+    [[ "${file}" == *_test.cc || "${file}" == *_test_util.h ]] && continue
+    inc=$(sed -nE 's/.*#[[:space:]]*include[[:space:]]*"([a-z_]+)\/.*/\1/p' <<<"${hit#*:*:}")
+    [ -z "${inc}" ] || [ "${inc}" = "${folder}" ] || [ "${inc}" = kvpool ] && continue
+    [ ! -d "${src}/src/${inc}" ] && continue  # not one of ours (e.g. "pool.h" in tests)
+    if [ -z "${folder_layer[${inc}]+x}" ]; then
+      continue  # reported above as a folder missing from the table
+    elif [ "${folder_layer[${inc}]}" -ge "${folder_layer[${folder}]}" ]; then
+      fail "${hit#"${src}"/}: src/${folder} (layer ${folder_layer[${folder}]}) includes" \
+        "${inc}/ (layer ${folder_layer[${inc}]}): a folder includes only lower layers"
+    fi
+  done < <(grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[a-z_]+/' "${dir}" \
+             --include='*.h' --include='*.cc' || true)
+done
+
 # ---- Links ----
 # Layer of each library: a library may link only libraries of a strictly lower layer, so
 # siblings (the client library and the master service) never link each other.
@@ -104,4 +134,4 @@ if [ "${failures}" -ne 0 ]; then
   echo "layering: ${failures} offence(s); the rule and why: docs/architecture.md, \"Layers\"" >&2
   exit 1
 fi
-echo "layering: OK (includes of src/client, src/hosting, src/master_client, src/node; link graph)"
+echo "layering: OK (includes under src/ by folder layer, the node's client headers, link graph)"
