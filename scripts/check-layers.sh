@@ -48,7 +48,7 @@ node_allowed='client/(hosted_client|pool_stat_proto|replicate_config_proto|clien
 while IFS= read -r hit; do
   [ -z "${hit}" ] && continue
   file=${hit%%:*}
-  inc=$(sed -nE 's/.*#[[:space:]]*include[[:space:]]*"([^"]+)".*/\1/p' <<<"${hit#*:*:}")
+  [[ "${hit}" =~ include[[:space:]]*\"([^\"]+)\" ]] && inc=${BASH_REMATCH[1]} || inc=
   if [[ "${inc}" =~ ^${node_allowed}$ ]]; then continue; fi
   if [[ "${file}" == *_test.cc && "${inc}" == client/host_memory_registry.h ]]; then continue; fi
   fail "${hit#"${src}"/}: src/node uses the client library through client/hosted_client.h only"
@@ -72,7 +72,7 @@ for dir in "${src}"/src/*/; do
     [ -z "${hit}" ] && continue
     file=${hit%%:*}
     [[ "${file}" == *_test.cc || "${file}" == *_test_util.h ]] && continue
-    inc=$(sed -nE 's/.*#[[:space:]]*include[[:space:]]*"([a-z_]+)\/.*/\1/p' <<<"${hit#*:*:}")
+    [[ "${hit}" =~ include[[:space:]]*\"([a-z_]+)/ ]] && inc=${BASH_REMATCH[1]} || inc=
     [ -z "${inc}" ] || [ "${inc}" = "${folder}" ] || [ "${inc}" = kvpool ] && continue
     [ ! -d "${src}/src/${inc}" ] && continue  # not one of ours (e.g. "pool.h" in tests)
     if [ -z "${folder_layer[${inc}]+x}" ]; then
