@@ -58,10 +58,12 @@ CC=clang CXX=clang++ run_suite "ASan+UBSan (clang, with the fuzz targets)" build
 FUZZ_SECONDS=${FUZZ_SECONDS:-15} FUZZ_JOBS=${jobs} FUZZ_BUILD_DIR=build-sanitize tests/fuzz/run.sh
 
 # ThreadSanitizer: task pools, transfer plans, the RPC server and connection pools, the master's
-# sharded tables, the node's attach service. The integration tests pass under TSan too (how to
-# run them: docs/testing.md); CI keeps to the in-process tests to stay well within its time.
+# sharded tables, the segment host, the node's attach service. The integration tests pass under
+# TSan too (how to run them: docs/testing.md); CI keeps to the in-process tests to stay well
+# within its time.
 echo "=== kvpool tests: ThreadSanitizer build (build-tsan), in-process tests ==="
-tsan_targets=(common_test rpc_test transfer_test master_test node_test client_test)
+tsan_targets=(common_test rpc_test transfer_test master_client_test master_test hosting_test node_test
+  client_test)
 CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja -DKVPOOL_BUILD_BENCH=OFF \
   -DCMAKE_UNITY_BUILD=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DKVPOOL_TSAN=ON \
   -DKVPOOL_BUILD_PYTHON=OFF >/dev/null

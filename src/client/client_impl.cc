@@ -23,6 +23,11 @@ Result<std::unique_ptr<Client>> Client::Setup(const ClientOptions& options) {
 
 namespace client {
 
+std::unique_ptr<HostedClient> MakeHostedClient(const ClientOptions& options,
+                                               HostingOptions hosting) {
+  return std::make_unique<ClientImpl>(options, std::move(hosting));
+}
+
 template <typename Ptr>
 std::vector<Buffers> ToBuffers(const BufferRegistry& registry, const std::vector<std::string>& keys,
                                const std::vector<std::vector<Ptr>>& ptrs,
@@ -117,7 +122,7 @@ Status ClientImpl::Init() {
     if (!ping.ok()) return ping.status();
   }
   if (options_.global_segment_size > 0) {
-    node::SegmentHostOptions ho;
+    hosting::SegmentHostOptions ho;
     ho.advertise_host = options_.local_hostname;
     ho.bind_host = hosting_.bind_host;
     ho.port = options_.segment_port;
@@ -131,7 +136,7 @@ Status ClientImpl::Init() {
     ho.protected_mode = hosting_.protected_mode;
     ho.security = security->server;
     if (!options_.disk_path.empty() || options_.disk_size > 0) {
-      node::DiskHostOptions dh;
+      hosting::DiskHostOptions dh;
       dh.tier.dir = options_.disk_path;
       dh.tier.size = options_.disk_size;
       dh.tier.queue_depth = options_.disk_queue_depth;
@@ -139,7 +144,7 @@ Status ClientImpl::Init() {
       dh.rpc_timeout = options_.rpc_timeout;
       ho.disk = dh;
     }
-    auto host = node::SegmentHost::Start(ho);
+    auto host = hosting::SegmentHost::Start(ho);
     if (!host.ok()) return host.status();
     host_ = std::move(host).value();
     local_ = std::make_unique<transfer::LocalTransport>(&host_->table());
@@ -150,7 +155,7 @@ Status ClientImpl::Init() {
                    mounted.ToString());
     }
   }
-  heartbeat_ = std::make_unique<node::Heartbeat>(
+  heartbeat_ = std::make_unique<hosting::Heartbeat>(
       master_.get(), options_.heartbeat_interval, options_.rpc_timeout,
       [this] { (void)MountOwnSegment(); }, host_.get());
   // Without mount_at_init the heartbeat (which mounts a segment the master does not know)

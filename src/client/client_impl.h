@@ -1,4 +1,5 @@
-// The Client behind include/kvpool/client.h. Split by path: client_impl.cc (set-up, queries,
+// The Client behind include/kvpool/client.h and client/hosted_client.h; private to src/client
+// (the node sees only hosted_client.h). Split by path: client_impl.cc (set-up, queries,
 // removal, lifecycle), put_path.cc (put/upsert batches), get_path.cc (get batches).
 #pragma once
 
@@ -13,99 +14,46 @@
 #include <vector>
 
 #include "client/buffer_registry.h"
+#include "client/hosted_client.h"
 #include "client/lease_flusher.h"
 #include "common/task_pool.h"
+#include "hosting/heartbeat.h"
+#include "hosting/segment_host.h"
 #include "kvpool/client.h"
-#include "master/master_client.h"
-#include "node/heartbeat.h"
-#include "node/segment_host.h"
+#include "master_client/master_client.h"
 #include "rpc/connection_pool.h"
 #include "transfer/local_transport.h"
 #include "transfer/tcp_transport.h"
 
 namespace kvpool::client {
 
-// One object's memory on the caller's side: its buffers in order.
-using Buffers = std::vector<iovec>;
-// Where object `index` of a get batch goes, once its size is known. An empty list means "no
-// buffer" (INVALID_PARAMS); a list shorter than the object means BUFFER_OVERFLOW.
-using DestFor = std::function<Buffers(size_t index, uint64_t object_size)>;
-
-// What `kvpool node` sets beyond ClientOptions when it runs its store through a ClientImpl.
-struct HostingOptions {
-  std::string bind_host = "0.0.0.0";  // the data server's listen address
-  bool prefault = false;              // fault the segment in at start (blocking)
-  // Fault it in on a thread of its own after start (unset: ClientOptions decides).
-  std::optional<bool> prefault_in_background;
-  bool transparent_huge_pages = false;  // SegmentMemoryOptions::transparent_huge_pages
-  int io_threads = 2;                   // data server threads
-  // Without a secret, the data port refuses peers from other hosts (a node unless --insecure;
-  // rpc::ServerOptions::protected_mode).
-  bool protected_mode = false;
-  // Threads that move one batch's bytes besides the caller's (0: one per core but one, 1 to 3).
-  int transfer_threads = 0;
-  // true: Init fails when the master is unreachable (a client's set-up). false (a node): Init
-  // succeeds and the heartbeat mounts the segment once the master answers.
-  bool require_master = true;
-  // false (a node): Init does not mount the segment; the node calls MountSegmentNow() once its
-  // own servers (the attach socket) listen, so nobody finds the segment listed at the master
-  // before the node can serve every client it advertises itself to.
-  bool mount_at_init = true;
-};
-
-// What CopySoleReplicasAway did, per object of the segment.
-struct DrainCopyReport {
-  size_t copied = 0;     // the only replica was here; now one is elsewhere
-  size_t skipped = 0;    // another replica exists, or the object is gone
-  size_t failed = 0;     // could not be copied (no room elsewhere, leased, master unreachable)
-  size_t not_tried = 0;  // the time bound ran out first
-};
-
-class ClientImpl : public Client {
+class ClientImpl : public HostedClient {
  public:
   explicit ClientImpl(const ClientOptions& options, HostingOptions hosting = {});
   ~ClientImpl() override;
-  Status Init();
+  Status Init() override;
 
-  // ---- Entry points for the node's attach service (not part of the public Client) ----
-  // Puts and gets of memory the caller has already checked and keeps mapped until the
-  // call returns (the attach service's regions of a session): no registry check, so a node
-  // need not register its sessions' regions with its own store.
-  // Per-key results and errors as BatchPutFromMultiBuffers / BatchGetIntoMultiBuffers; every
-  // wait is also bounded by `limit`.
+  // ---- HostedClient (client/hosted_client.h): what `kvpool node` uses beyond Client ----
   std::vector<Status> PutVouched(const std::vector<std::string>& keys,
                                  const std::vector<Buffers>& sources, const ReplicateConfig& config,
-                                 bool upsert, Deadline limit);
+                                 bool upsert, Deadline limit) override;
   std::vector<Result<uint64_t>> GetVouched(const std::vector<std::string>& keys,
                                            const std::vector<Buffers>& dests, Deadline limit,
-                                           bool verify_checksum = false);
-  // A get whose destinations are chosen once sizes are known (`dest_for`, called on this
-  // thread, at most once per key); the memory need not be registered: the caller vouches for it.
+                                           bool verify_checksum) override;
   std::vector<Result<uint64_t>> GetWithDest(const std::vector<std::string>& keys,
                                             const DestFor& dest_for, Deadline limit,
-                                            bool verify_checksum = false);
-  // True while the master answers the heartbeat.
-  bool MasterReachable() const;
-  // Asks the master to place no new replicas on the contributed segment (graceful stop).
-  // Errors: UNAVAILABLE_IN_CURRENT_MODE (no segment); as MasterClient::DrainSegment.
-  Status DrainOwnSegment();
-  // drain_copy.cc: copies every object whose only replica is in the contributed segment to
-  // other segments (an upsert from this segment's memory), until `until`. Call after
-  // DrainOwnSegment. While an object is being copied, readers may briefly see it missing.
-  DrainCopyReport CopySoleReplicasAway(Deadline until);
-  // The data port of the contributed segment (0 when none).
-  uint16_t SegmentPort() const;
-  // With HostingOptions::mount_at_init false: mounts the contributed segment at the master and
-  // starts the heartbeat. A failed mount is logged and the heartbeat mounts the segment once the
-  // master answers. Call once, after Init, from the thread that called Init.
-  void MountSegmentNow();
-  // The counters of the contributed segment's data service (null when none).
-  // The disk tier's figures (node metrics); nullopt without one.
-  std::optional<node::DiskHostStats> DiskStats() const {
+                                            bool verify_checksum) override;
+  bool MasterReachable() const override;
+  Status DrainOwnSegment() override;
+  // drain_copy.cc
+  DrainCopyReport CopySoleReplicasAway(Deadline until) override;
+  uint16_t SegmentPort() const override;
+  void MountSegmentNow() override;
+  std::optional<hosting::DiskHostStats> DiskStats() const override {
     if (host_ == nullptr || host_->disk() == nullptr) return std::nullopt;
     return host_->disk()->stats();
   }
-  const transfer::DataServiceCounters* DataCounters() const {
+  const transfer::DataServiceCounters* DataCounters() const override {
     return host_ != nullptr ? &host_->counters() : nullptr;
   }
 
@@ -204,9 +152,9 @@ class ClientImpl : public Client {
   rpc::ConnectionPool data_pool_;
   TaskPool transfer_workers_;  // runs a batch's transfer parts in parallel (TransferPlan)
   transfer::TcpTransport tcp_{&data_pool_};
-  std::unique_ptr<node::SegmentHost> host_;  // embedded mode only
+  std::unique_ptr<hosting::SegmentHost> host_;  // embedded mode only
   std::unique_ptr<transfer::LocalTransport> local_;
-  std::unique_ptr<node::Heartbeat> heartbeat_;
+  std::unique_ptr<hosting::Heartbeat> heartbeat_;
   std::unique_ptr<LeaseFlusher> lease_flusher_;  // sends finished leases no request carried
   BufferRegistry buffers_;
   std::atomic<bool> closed_{false};

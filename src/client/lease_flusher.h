@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "common/time.h"
-#include "master/master_client.h"
+#include "master_client/master_client.h"
 
 namespace kvpool::client {
 

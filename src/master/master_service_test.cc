@@ -7,8 +7,8 @@
 
 #include "common/keys.h"
 #include "master/master.h"
-#include "master/master_client.h"
 #include "master/master_test_util.h"
+#include "master_client/master_client.h"
 #include "rpc/connection.h"
 
 namespace kvpool::master {

@@ -10,7 +10,7 @@
 
 #include "common/tenant_key.h"
 #include "master/master.h"
-#include "master/master_client.h"
+#include "master_client/master_client.h"
 #include "rpc/auth.h"
 
 namespace kvpool::master {

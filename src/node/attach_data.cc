@@ -9,7 +9,6 @@
 
 #include "client/pool_stat_proto.h"
 #include "client/replicate_config_proto.h"
-#include "client/transfer_plan.h"
 #include "node/attach_service.h"
 
 namespace kvpool::node {

@@ -32,7 +32,7 @@ LocalReply Violation(const std::string& message) {
 
 }  // namespace
 
-AttachService::AttachService(client::ClientImpl* store, AttachServiceOptions options)
+AttachService::AttachService(client::HostedClient* store, AttachServiceOptions options)
     : store_(store), options_(options) {}
 
 AttachService::~AttachService() { DropAll(); }

@@ -1,7 +1,7 @@
 // What the node does for attached standalone clients: sessions and region registration
 // (attach_service.cc) and their batch and metadata calls (attach_data.cc), served by the node's
-// own store (a ClientImpl that hosts the node's segment). A batch names the client's memory as
-// (region id, offset, length); the service checks every slice against its mapped region,
+// own store (a client::HostedClient that hosts the node's segment). A batch names the client's
+// memory as (region id, offset, length); the service checks every slice against its mapped region,
 // translates it to the node's own address of the same pages and calls the store, which copies
 // by memcpy for the node's segment and over TCP for peers' segments.
 //
@@ -14,7 +14,7 @@
 #include <memory>
 #include <string>
 
-#include "client/client_impl.h"
+#include "client/hosted_client.h"
 #include "node/attach_session.h"
 #include "rpc/kvpool.pb.h"
 #include "rpc/unix_socket.h"
@@ -60,7 +60,7 @@ struct LocalReply {
 class AttachService {
  public:
   // `store` must outlive the service.
-  AttachService(client::ClientImpl* store, AttachServiceOptions options);
+  AttachService(client::HostedClient* store, AttachServiceOptions options);
   ~AttachService();  // drops every session
 
   // Handles one request (HELLO already done). Descriptors in `frame` are consumed or closed.
@@ -90,7 +90,7 @@ class AttachService {
   LocalReply GetPacked(Session& session, const rpc::LocalGet& req);
   LocalReply Query(uint16_t method, const std::string& meta);
 
-  client::ClientImpl* const store_;
+  client::HostedClient* const store_;
   const AttachServiceOptions options_;
   SessionTable sessions_;
   AttachCounters counters_;

@@ -42,7 +42,7 @@ Result<std::unique_ptr<Node>> Node::Start(const NodeOptions& options) {
       (options.local_copy_threads > 0 ? options.local_copy_threads : std::min(8, cores)) - 1;
   ho.require_master = false;  // start order does not matter: the heartbeat mounts later
   ho.mount_at_init = false;   // mounted below, once the attach socket listens
-  node->store_ = std::make_unique<client::ClientImpl>(co, ho);
+  node->store_ = client::MakeHostedClient(co, ho);
   KVPOOL_RETURN_IF_ERROR(node->store_->Init());
   node->segment_name_ = node->store_->SegmentName();
 

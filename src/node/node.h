@@ -1,16 +1,16 @@
-// `kvpool node`: the standalone storage process. Its store is an embedded client (ClientImpl)
-// that hosts the node's DRAM segment: it serves the segment over TCP, mounts it at the master
-// and keeps it mounted (re-mounting after a master restart). On top, the node serves standalone
-// clients on the same host over a Unix socket (AttachServer): they share their host memory with
-// the node and the node's store moves the bytes. Stop() ends the clients' sessions, unmounts
-// and stops serving. With --enable_http_admin it serves /metrics, /health and /status over HTTP
-// (NodeAdmin).
+// `kvpool node`: the standalone storage process. Its store is an embedded client
+// (client/hosted_client.h) that hosts the node's DRAM segment: it serves the segment over TCP,
+// mounts it at the master and keeps it mounted (re-mounting after a master restart). On top, the
+// node serves standalone clients on the same host over a Unix socket (AttachServer): they share
+// their host memory with the node and the node's store moves the bytes. Stop() ends the clients'
+// sessions, unmounts and stops serving. With --enable_http_admin it serves /metrics, /health and
+// /status over HTTP (NodeAdmin).
 #pragma once
 
 #include <memory>
 #include <string>
 
-#include "client/client_impl.h"
+#include "client/hosted_client.h"
 #include "common/http_server.h"
 #include "node/attach_server.h"
 #include "node/attach_service.h"
@@ -43,7 +43,7 @@ class Node {
   explicit Node(const NodeOptions& options) : options_(options) {}
 
   NodeOptions options_;
-  std::unique_ptr<client::ClientImpl> store_;
+  std::unique_ptr<client::HostedClient> store_;
   std::unique_ptr<AttachService> attach_service_;
   std::unique_ptr<AttachServer> attach_server_;
   NodeMetrics metrics_;

@@ -49,7 +49,7 @@ uint64_t NodeMetrics::local_errors(uint16_t method, ErrorCode code) const {
 namespace {
 
 // The disk tier's metrics (docs/operations.md, "Disk tier").
-void RenderDisk(metrics::TextWriter& w, const DiskHostStats& d) {
+void RenderDisk(metrics::TextWriter& w, const hosting::DiskHostStats& d) {
   const metrics::Label disk{"tier", "disk"};
   w.Sample("kvpool_node_tier_capacity_bytes", {disk}, d.tier.capacity);
   w.WriteGauge("kvpool_node_disk_used_bytes", "Bytes of the disk tier holding objects.",

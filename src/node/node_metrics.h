@@ -11,8 +11,8 @@
 #include <string>
 
 #include "common/metrics.h"
+#include "hosting/disk_host.h"
 #include "kvpool/status.h"
-#include "node/disk_host.h"
 #include "rpc/kvpool.pb.h"
 #include "transfer/data_service.h"
 
@@ -26,7 +26,7 @@ struct NodeGauges {
   double start_unix_seconds = 0;
   rpc::NodeStatusReply attach;  // standalone sessions, regions, copy counters
   const transfer::DataServiceCounters* data = nullptr;  // the TCP data service (null: none)
-  std::optional<DiskHostStats> disk;                    // the disk tier (none: no tier)
+  std::optional<hosting::DiskHostStats> disk;           // the disk tier (none: no tier)
 };
 
 class NodeMetrics {

@@ -9,7 +9,7 @@
 #include <random>
 
 #include "cluster_support.h"
-#include "master/master_client.h"
+#include "master_client/master_client.h"
 #include "pool.h"
 #include "rpc/endpoint.h"
 

@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "master/master_client.h"
+#include "master_client/master_client.h"
 #include "pool.h"
 
 namespace kvpool::testing {

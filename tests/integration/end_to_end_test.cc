@@ -9,7 +9,7 @@
 #include <random>
 #include <set>
 
-#include "master/master_client.h"
+#include "master_client/master_client.h"
 #include "pool.h"
 #include "test_bytes.h"
 

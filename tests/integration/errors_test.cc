@@ -5,7 +5,7 @@
 #include <cstring>
 #include <thread>
 
-#include "master/master_client.h"
+#include "master_client/master_client.h"
 #include "pool.h"
 #include "rpc/endpoint.h"
 

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "ha_support.h"
-#include "master/master_client.h"
+#include "master_client/master_client.h"
 
 namespace kvpool::testing {
 namespace {

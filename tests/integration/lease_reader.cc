@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "kvpool/client.h"
-#include "master/master_client.h"
+#include "master_client/master_client.h"
 #include "rpc/endpoint.h"
 #include "test_bytes.h"
 

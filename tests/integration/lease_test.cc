@@ -10,7 +10,7 @@
 #include <regex>
 #include <thread>
 
-#include "master/master_client.h"
+#include "master_client/master_client.h"
 #include "pool.h"
 #include "rpc/endpoint.h"
 

@@ -1,5 +1,5 @@
 // DiskHost::Read: the READ ranges come from the wire and are checked before they size anything.
-#include "node/disk_host.h"
+#include "hosting/disk_host.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 
 #include "common/checksum.h"
 
-namespace kvpool::node {
+namespace kvpool::hosting {
 namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
@@ -88,4 +88,4 @@ TEST_F(DiskHostReadTest, RepeatedRangesBeyondTheTiersSizeAreInvalidRead) {
 }
 
 }  // namespace
-}  // namespace kvpool::node
+}  // namespace kvpool::hosting

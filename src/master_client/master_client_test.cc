@@ -1,5 +1,5 @@
 // MasterClient against a fake master that answers what a broken or hostile one might.
-#include "master/master_client.h"
+#include "master_client/master_client.h"
 
 #include <gtest/gtest.h>
 

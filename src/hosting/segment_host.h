@@ -9,15 +9,15 @@
 #include <string>
 
 #include "common/time.h"
+#include "hosting/disk_host.h"
+#include "hosting/object_list.h"
 #include "kvpool/status.h"
-#include "master/master_client.h"
-#include "node/disk_host.h"
-#include "node/object_list.h"
+#include "master_client/master_client.h"
 #include "rpc/server.h"
 #include "transfer/data_service.h"
 #include "transfer/segment_table.h"
 
-namespace kvpool::node {
+namespace kvpool::hosting {
 
 struct SegmentHostOptions {
   std::string bind_host = "0.0.0.0";         // address the data server listens on
@@ -28,7 +28,7 @@ struct SegmentHostOptions {
   int io_threads = 2;
   rpc::SecurityOptions security;  // secret and TLS of the data port (docs/security.md)
   bool protected_mode = false;    // rpc::ServerOptions::protected_mode of the data port
-  // A disk tier below the segment (node/disk_host.h); none when absent.
+  // A disk tier below the segment (hosting/disk_host.h); none when absent.
   std::optional<DiskHostOptions> disk;
 };
 
@@ -89,4 +89,4 @@ class SegmentHost {
   std::atomic<bool> mounted_{false};
 };
 
-}  // namespace kvpool::node
+}  // namespace kvpool::hosting

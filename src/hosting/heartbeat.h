@@ -17,10 +17,10 @@
 #include <thread>
 
 #include "common/time.h"
-#include "master/master_client.h"
-#include "node/segment_host.h"
+#include "hosting/segment_host.h"
+#include "master_client/master_client.h"
 
-namespace kvpool::node {
+namespace kvpool::hosting {
 
 class Heartbeat {
  public:
@@ -63,4 +63,4 @@ class Heartbeat {
   std::thread thread_;
 };
 
-}  // namespace kvpool::node
+}  // namespace kvpool::hosting

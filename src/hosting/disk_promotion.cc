@@ -5,9 +5,9 @@
 #include <cstring>
 #include <utility>
 
-#include "node/disk_host.h"
+#include "hosting/disk_host.h"
 
-namespace kvpool::node {
+namespace kvpool::hosting {
 namespace {
 
 // A commit the master could not take because a reader held the object is sent again after
@@ -168,4 +168,4 @@ size_t DiskHost::CommitPromotions(
   return listed;
 }
 
-}  // namespace kvpool::node
+}  // namespace kvpool::hosting

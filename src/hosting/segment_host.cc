@@ -1,11 +1,11 @@
-#include "node/segment_host.h"
+#include "hosting/segment_host.h"
 
 #include <spdlog/spdlog.h>
 
 #include "common/checksum.h"
 #include "common/units.h"
 
-namespace kvpool::node {
+namespace kvpool::hosting {
 
 SegmentHost::SegmentHost(const SegmentHostOptions& options)
     : service_(&table_, options.security.auth_secret), size_(options.size) {}
@@ -156,4 +156,4 @@ Status SegmentHost::Unmount(master::MasterClient& master, Deadline deadline) {
   return master.UnmountSegment(name_, deadline);
 }
 
-}  // namespace kvpool::node
+}  // namespace kvpool::hosting

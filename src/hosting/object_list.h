@@ -17,7 +17,7 @@
 
 #include "rpc/kvpool.pb.h"
 
-namespace kvpool::node {
+namespace kvpool::hosting {
 
 class ObjectList {
  public:
@@ -51,4 +51,4 @@ class ObjectList {
   uint64_t applied_seq_ = 0;             // guarded by mu_
 };
 
-}  // namespace kvpool::node
+}  // namespace kvpool::hosting

@@ -46,12 +46,12 @@
 #include "common/time.h"
 #include "disk/disk_tier.h"
 #include "disk/read_buffers.h"
-#include "master/master_client.h"
+#include "master_client/master_client.h"
 #include "rpc/kvpool.pb.h"
 #include "transfer/segment_table.h"
 #include "transfer/tier_reader.h"
 
-namespace kvpool::node {
+namespace kvpool::hosting {
 
 struct DiskHostOptions {
   disk::DiskTierOptions tier;
@@ -183,4 +183,4 @@ class DiskHost : public transfer::TierReader {
   std::atomic<uint64_t> promoted_{0}, promote_failed_{0}, dropped_unreadable_{0};
 };
 
-}  // namespace kvpool::node
+}  // namespace kvpool::hosting

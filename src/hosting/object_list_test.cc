@@ -1,9 +1,9 @@
 // ObjectList: the segment host's view of its complete objects, fed by the master's journal.
-#include "node/object_list.h"
+#include "hosting/object_list.h"
 
 #include <gtest/gtest.h>
 
-namespace kvpool::node {
+namespace kvpool::hosting {
 namespace {
 
 rpc::JournalEntry Commit(uint64_t seq, const std::string& key, uint64_t offset, uint64_t size) {
@@ -87,4 +87,4 @@ TEST(ObjectListTest, ResetClearsAndSequenceRestarts) {
 }
 
 }  // namespace
-}  // namespace kvpool::node
+}  // namespace kvpool::hosting

@@ -1,6 +1,6 @@
-#include "node/object_list.h"
+#include "hosting/object_list.h"
 
-namespace kvpool::node {
+namespace kvpool::hosting {
 
 size_t ObjectList::Apply(const rpc::SegmentJournal& journal) {
   std::lock_guard lock(mu_);
@@ -74,4 +74,4 @@ size_t ObjectList::size() const {
   return by_offset_.size();
 }
 
-}  // namespace kvpool::node
+}  // namespace kvpool::hosting

@@ -1,4 +1,4 @@
-#include "node/disk_host.h"
+#include "hosting/disk_host.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -10,7 +10,7 @@
 #include "common/random_id.h"
 #include "common/units.h"
 
-namespace kvpool::node {
+namespace kvpool::hosting {
 namespace {
 
 // Chunks of a mount's object list, well under the frame's meta limit.
@@ -468,4 +468,4 @@ DiskHostStats DiskHost::stats() const {
   return s;
 }
 
-}  // namespace kvpool::node
+}  // namespace kvpool::hosting

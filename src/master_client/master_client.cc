@@ -1,4 +1,4 @@
-#include "master/master_client.h"
+#include "master_client/master_client.h"
 
 #include <fmt/format.h>
 

@@ -1,8 +1,8 @@
-#include "node/heartbeat.h"
+#include "hosting/heartbeat.h"
 
 #include <spdlog/spdlog.h>
 
-namespace kvpool::node {
+namespace kvpool::hosting {
 
 Heartbeat::Heartbeat(master::MasterClient* master, Clock::duration interval,
                      Clock::duration rpc_timeout, std::function<void()> on_unknown,
@@ -77,4 +77,4 @@ void Heartbeat::Run() {
   }
 }
 
-}  // namespace kvpool::node
+}  // namespace kvpool::hosting
