@@ -319,28 +319,8 @@ void DiskHost::MakeRoom(uint64_t need) {
     }
   }
   if (victims.empty()) return;
-  master::MasterClient* master;
-  {
-    std::lock_guard lock(mu_);
-    master = master_;
-  }
-  std::vector<rpc::StoredObject> dropped;
-  dropped.reserve(victims.size());
-  for (const disk::DiskObject& o : victims) dropped.push_back(Stored(o));
-  auto r = master->TierUpdate(name_, {}, dropped, DeadlineAfter(options_.rpc_timeout));
-  if (!r.ok()) return;  // nothing is freed that the master may still list
   std::vector<uint64_t> frees;
-  {
-    std::lock_guard lock(mu_);
-    for (size_t i = 0; i < victims.size(); ++i) {
-      auto code = static_cast<ErrorCode>(r->codes(static_cast<int>(i)));
-      if (code == ErrorCode::OK) {
-        frees.push_back(victims[i].offset);
-      } else if (code == ErrorCode::OBJECT_NOT_FOUND) {
-        doomed_.insert(victims[i].offset);  // the master freed it: its FREE frees the space
-      }
-    }
-  }
+  if (!Unlist(victims, &frees, nullptr)) return;  // nothing is freed that the master may list
   evicted_.fetch_add(tier_->Free(frees), std::memory_order_relaxed);
 }
 
@@ -405,6 +385,32 @@ std::optional<rpc::Reply> DiskHost::Read(const rpc::DataRequest& req) {
   return reply;
 }
 
+bool DiskHost::Unlist(std::vector<disk::DiskObject>& objects, std::vector<uint64_t>* frees,
+                      std::vector<disk::DiskObject>* held) {
+  master::MasterClient* master;
+  {
+    std::lock_guard lock(mu_);
+    master = master_;
+  }
+  std::vector<rpc::StoredObject> dropped;
+  dropped.reserve(objects.size());
+  for (const disk::DiskObject& o : objects) dropped.push_back(Stored(o));
+  auto r = master->TierUpdate(name_, {}, dropped, DeadlineAfter(options_.rpc_timeout));
+  if (!r.ok()) return false;
+  std::lock_guard lock(mu_);
+  for (size_t i = 0; i < objects.size(); ++i) {
+    auto code = static_cast<ErrorCode>(r->codes(static_cast<int>(i)));
+    if (code == ErrorCode::OK) {
+      frees->push_back(objects[i].offset);
+    } else if (code == ErrorCode::OBJECT_NOT_FOUND) {
+      doomed_.insert(objects[i].offset);  // the master freed it: its FREE frees the space
+    } else if (code == ErrorCode::OBJECT_HAS_LEASE && held != nullptr) {
+      held->push_back(std::move(objects[i]));
+    }
+  }
+  return true;
+}
+
 void DiskHost::CheckSuspects(std::vector<disk::DiskObject> suspects) {
   std::vector<disk::DiskObject> bad;
   for (disk::DiskObject& o : suspects) {
@@ -416,29 +422,14 @@ void DiskHost::CheckSuspects(std::vector<disk::DiskObject> suspects) {
     }
   }
   if (bad.empty()) return;
-  master::MasterClient* master;
-  {
-    std::lock_guard lock(mu_);
-    master = master_;
-  }
-  std::vector<rpc::StoredObject> dropped;
-  for (const disk::DiskObject& o : bad) dropped.push_back(Stored(o));
-  auto r = master->TierUpdate(name_, {}, dropped, DeadlineAfter(options_.rpc_timeout));
-  if (!r.ok()) return;  // still listed: the next failed READ brings them back here
   std::vector<uint64_t> frees;
-  {
-    std::lock_guard lock(mu_);
-    for (size_t i = 0; i < bad.size(); ++i) {
-      auto code = static_cast<ErrorCode>(r->codes(static_cast<int>(i)));
-      if (code == ErrorCode::OK) {
-        frees.push_back(bad[i].offset);
-      } else if (code == ErrorCode::OBJECT_NOT_FOUND) {
-        doomed_.insert(bad[i].offset);  // the master freed it: its FREE frees the space
-      } else if (code == ErrorCode::OBJECT_HAS_LEASE && suspect_retries_.size() < kMaxSuspects) {
-        // The reader that just failed on it may not have ended its lease yet.
-        suspect_retries_.push_back(Retry{std::move(bad[i]), Clock::now() + kRetryDelay, 0});
-      }
-    }
+  std::vector<disk::DiskObject> held;
+  // Unanswered: still listed, and the next failed READ brings them back here.
+  if (!Unlist(bad, &frees, &held)) return;
+  for (disk::DiskObject& o : held) {
+    // The reader that just failed on it may not have ended its lease yet.
+    if (suspect_retries_.size() >= kMaxSuspects) break;
+    suspect_retries_.push_back(Retry{std::move(o), Clock::now() + kRetryDelay, 0});
   }
   if (frees.empty()) return;
   spdlog::warn(

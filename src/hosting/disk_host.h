@@ -137,6 +137,12 @@ class DiskHost : public transfer::TierReader {
   // many the master listed.
   size_t CommitPromotions(master::MasterClient& master,
                           const std::vector<std::pair<disk::DiskObject, uint64_t>>& filled);
+  // Asks the master to unlist `objects` from the disk segment. Adds to *frees the offsets now
+  // free to reuse, marks those the master had freed already (their FREE is on its way), and
+  // moves those a reader holds into *held (when not null). False: the master did not answer
+  // (nothing may be freed).
+  bool Unlist(std::vector<disk::DiskObject>& objects, std::vector<uint64_t>* frees,
+              std::vector<disk::DiskObject>* held);
   // Evicts least recently used objects (master first) until about `need` bytes are free.
   void MakeRoom(uint64_t need);
   static rpc::StoredObject Stored(const disk::DiskObject& o);

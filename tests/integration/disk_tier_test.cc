@@ -112,6 +112,15 @@ struct DiskPool {
   std::unique_ptr<Client> client;
 };
 
+// 40 pages (10 MB) into a node with 16 MB of DRAM, copied to disk, then 80 more: the first
+// pages are on disk only.
+void PutFirstPagesOnDiskOnly(Client& c) {
+  ASSERT_EQ(PutPages(c, 0, 40, 16), 40);
+  ASSERT_GE(WaitForDiskReplicas(c, 40, milliseconds(10000)), 40u);
+  ASSERT_EQ(PutPages(c, 40, 120, 16), 80);
+  WaitForDiskReplicas(c, 120, milliseconds(10000));
+}
+
 TEST(DiskTierTest, NodeWith128MbDramKeeps800MbReadableAndAcrossKill9) {
   DiskPool p("128MB", "1GB");
   ASSERT_NE(p.client, nullptr);
@@ -158,11 +167,7 @@ TEST(DiskTierTest, FlippedBitOnDiskIsNeverServed) {
   DiskPool p("16MB", "64MB");
   ASSERT_NE(p.client, nullptr);
   Client& c = *p.client;
-  // 40 pages (10 MB) into 16 MB of DRAM, then 80 more: the first ones are on disk only.
-  ASSERT_EQ(PutPages(c, 0, 40, 16), 40);
-  ASSERT_GE(WaitForDiskReplicas(c, 40, milliseconds(10000)), 40u);
-  ASSERT_EQ(PutPages(c, 40, 120, 16), 80);
-  WaitForDiskReplicas(c, 120, milliseconds(10000));
+  ASSERT_NO_FATAL_FAILURE(PutFirstPagesOnDiskOnly(c));
   // Flip one bit in every page-sized slot of the data file's first 4 MB.
   int fd = ::open((p.dir.path() + "/kvpool-disk.data").c_str(), O_RDWR);
   ASSERT_GE(fd, 0);
@@ -188,10 +193,7 @@ TEST(DiskTierTest, IoErrorsMidRunFailOnlyThoseReadsAndLeaveTheNodeServing) {
   DiskPool p("16MB", "64MB");
   ASSERT_NE(p.client, nullptr);
   Client& c = *p.client;
-  ASSERT_EQ(PutPages(c, 0, 40, 16), 40);
-  ASSERT_GE(WaitForDiskReplicas(c, 40, milliseconds(10000)), 40u);
-  ASSERT_EQ(PutPages(c, 40, 120, 16), 80);  // the first pages are on disk only now
-  WaitForDiskReplicas(c, 120, milliseconds(10000));
+  ASSERT_NO_FATAL_FAILURE(PutFirstPagesOnDiskOnly(c));
   ASSERT_EQ(::truncate((p.dir.path() + "/kvpool-disk.data").c_str(), 0), 0);
   Counts cold = GetPages(c, 0, 40);
   EXPECT_EQ(cold.wrong, 0);
@@ -244,10 +246,7 @@ TEST(DiskTierTest, SecondReadFromDiskPromotesTheObjectBackToDram) {
   DiskPool p("16MB", "64MB");
   ASSERT_NE(p.client, nullptr);
   Client& c = *p.client;
-  ASSERT_EQ(PutPages(c, 0, 40, 16), 40);
-  ASSERT_GE(WaitForDiskReplicas(c, 40, milliseconds(10000)), 40u);
-  ASSERT_EQ(PutPages(c, 40, 120, 16), 80);  // 30 MB into 16 MB of DRAM: the first are on disk only
-  WaitForDiskReplicas(c, 120, milliseconds(10000));
+  ASSERT_NO_FATAL_FAILURE(PutFirstPagesOnDiskOnly(c));
   // Past the master's --eviction_min_age_ms (2 s): a promotion evicts only objects older than
   // that from DRAM (they stay on disk), never what an engine has just written.
   std::this_thread::sleep_for(milliseconds(2500));
