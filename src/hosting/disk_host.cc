@@ -249,15 +249,7 @@ void DiskHost::OffloadBatch(std::vector<Pending> batch) {
 
 void DiskHost::ReportAdds(std::vector<disk::DiskObject> written, int tries) {
   if (written.empty()) return;
-  master::MasterClient* master;
-  {
-    std::lock_guard lock(mu_);
-    master = master_;
-  }
-  std::vector<rpc::StoredObject> added;
-  added.reserve(written.size());
-  for (const disk::DiskObject& o : written) added.push_back(Stored(o));
-  auto r = master->TierUpdate(name_, added, {}, DeadlineAfter(options_.rpc_timeout));
+  auto r = SendTierUpdate(written, {});
   if (!r.ok()) {
     // Perhaps applied: keep the copies (never free what the master may list) and ask again.
     if (!master_error_logged_.exchange(true)) {
@@ -385,17 +377,24 @@ std::optional<rpc::Reply> DiskHost::Read(const rpc::DataRequest& req) {
   return reply;
 }
 
-bool DiskHost::Unlist(std::vector<disk::DiskObject>& objects, std::vector<uint64_t>* frees,
-                      std::vector<disk::DiskObject>* held) {
+Result<rpc::CodesReply> DiskHost::SendTierUpdate(std::span<const disk::DiskObject> added,
+                                                 std::span<const disk::DiskObject> dropped) {
   master::MasterClient* master;
   {
     std::lock_guard lock(mu_);
     master = master_;
   }
-  std::vector<rpc::StoredObject> dropped;
-  dropped.reserve(objects.size());
-  for (const disk::DiskObject& o : objects) dropped.push_back(Stored(o));
-  auto r = master->TierUpdate(name_, {}, dropped, DeadlineAfter(options_.rpc_timeout));
+  std::vector<rpc::StoredObject> add, drop;
+  add.reserve(added.size());
+  drop.reserve(dropped.size());
+  for (const disk::DiskObject& o : added) add.push_back(Stored(o));
+  for (const disk::DiskObject& o : dropped) drop.push_back(Stored(o));
+  return master->TierUpdate(name_, add, drop, DeadlineAfter(options_.rpc_timeout));
+}
+
+bool DiskHost::Unlist(std::vector<disk::DiskObject>& objects, std::vector<uint64_t>* frees,
+                      std::vector<disk::DiskObject>* held) {
+  auto r = SendTierUpdate({}, objects);
   if (!r.ok()) return false;
   std::lock_guard lock(mu_);
   for (size_t i = 0; i < objects.size(); ++i) {

@@ -37,6 +37,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -137,6 +138,9 @@ class DiskHost : public transfer::TierReader {
   // many the master listed.
   size_t CommitPromotions(master::MasterClient& master,
                           const std::vector<std::pair<disk::DiskObject, uint64_t>>& filled);
+  // TIER_UPDATE of this disk segment (codes: one per added, then per dropped).
+  Result<rpc::CodesReply> SendTierUpdate(std::span<const disk::DiskObject> added,
+                                         std::span<const disk::DiskObject> dropped);
   // Asks the master to unlist `objects` from the disk segment. Adds to *frees the offsets now
   // free to reuse, marks those the master had freed already (their FREE is on its way), and
   // moves those a reader holds into *held (when not null). False: the master did not answer
