@@ -37,6 +37,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <span>
 #include <string>
 #include <thread>
@@ -106,6 +107,11 @@ class DiskHost : public transfer::TierReader {
   void Offload(const rpc::JournalEntry& commit);
 
   std::optional<rpc::Reply> Read(const rpc::DataRequest& req) override;
+  // Called before the DRAM segment is mounted (again): waits for a promotion fill in progress
+  // and makes every reservation asked for before it void (never filled, only cancelled). A
+  // master that lists the segment anew may place puts in any range it sees free, reserved
+  // ones included. Thread-safe.
+  void FenceFills();
   DiskHostStats stats() const;
 
  private:
@@ -191,6 +197,10 @@ class DiskHost : public transfer::TierReader {
   std::atomic<uint64_t> offloaded_{0}, skipped_{0}, dropped_{0}, failed_{0}, evicted_{0};
   std::atomic<uint64_t> read_requests_{0}, read_failures_{0};
   std::atomic<uint64_t> promoted_{0}, promote_failed_{0}, dropped_unreadable_{0};
+  // Promotion fills run under fill_mu_ shared; FenceFills takes it exclusively and bumps the
+  // generation, which voids the reservations of fills started before.
+  std::shared_mutex fill_mu_;
+  std::atomic<uint64_t> fill_generation_{0};
 };
 
 }  // namespace kvpool::hosting

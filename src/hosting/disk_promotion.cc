@@ -15,6 +15,10 @@ namespace {
 // disk, and its next hits try again).
 constexpr auto kCommitRetryDelay = std::chrono::milliseconds(20);
 constexpr int kMaxCommitTries = 10;
+// A reserved range is filled only this soon after its reservation was asked for: the master
+// frees reservations it has held for 30 s (MasterCore::kPromotionTimeoutNs), and a range freed
+// there may belong to another object by the time a late fill would land in it.
+constexpr auto kFillWithin = std::chrono::seconds(10);
 
 rpc::StoredObject StoredAt(const disk::DiskObject& o, uint64_t offset) {
   rpc::StoredObject so;
@@ -26,6 +30,11 @@ rpc::StoredObject StoredAt(const disk::DiskObject& o, uint64_t offset) {
 }
 
 }  // namespace
+
+void DiskHost::FenceFills() {
+  std::unique_lock fence(fill_mu_);
+  fill_generation_.fetch_add(1, std::memory_order_acq_rel);
+}
 
 void DiskHost::CountHits(const rpc::DataRequest& req) {
   if (options_.promote_after_hits == 0) return;
@@ -61,6 +70,8 @@ void DiskHost::PromoteBatch(std::vector<disk::DiskObject> objects) {
   rpc::Promote start;
   start.set_segment_name(dram_name_);
   for (const disk::DiskObject& o : objects) *start.add_start() = StoredAt(o, 0);
+  const Clock::time_point asked = Clock::now();
+  const uint64_t generation = fill_generation_.load(std::memory_order_acquire);
   auto reserved = master->Promote(start, DeadlineAfter(options_.rpc_timeout));
   if (!reserved.ok()) {
     promote_failed_.fetch_add(objects.size(), std::memory_order_relaxed);
@@ -94,14 +105,23 @@ void DiskHost::PromoteBatch(std::vector<disk::DiskObject> objects) {
   std::vector<std::pair<disk::DiskObject, uint64_t>> filled;
   rpc::Promote cancel;
   cancel.set_segment_name(dram_name_);
-  for (size_t i = 0; i < granted.size(); ++i) {
-    const auto& [o, at] = granted[i];
-    if (!read.ok() || at > mem->size() || o.size > mem->size() - at) {
-      *cancel.add_cancel() = StoredAt(o, at);
-      continue;
+  {
+    // Held while filling: a re-mount (a restarted or failed-over master, which knows nothing
+    // of these reservations and may place puts anywhere free) waits for it, and a fill after
+    // that re-mount, or too late for the reservation, does not happen.
+    std::shared_lock fill(fill_mu_);
+    const bool valid = read.ok() &&
+                       fill_generation_.load(std::memory_order_acquire) == generation &&
+                       Clock::now() - asked < kFillWithin;
+    for (size_t i = 0; i < granted.size(); ++i) {
+      const auto& [o, at] = granted[i];
+      if (!valid || at > mem->size() || o.size > mem->size() - at) {
+        *cancel.add_cancel() = StoredAt(o, at);
+        continue;
+      }
+      std::memcpy(mem->base() + at, ops[i].dst, o.size);
+      filled.push_back(granted[i]);
     }
-    std::memcpy(mem->base() + at, ops[i].dst, o.size);
-    filled.push_back(granted[i]);
   }
   if (!read.ok()) {
     spdlog::warn("disk segment={}: promotion read failed: {} ({} objects stay on disk only)", name_,

@@ -52,6 +52,8 @@ Result<std::unique_ptr<SegmentHost>> SegmentHost::Start(const SegmentHostOptions
 
 Status SegmentHost::Mount(master::MasterClient& master, Deadline deadline) {
   mounted_.store(false, std::memory_order_release);
+  // Before the master can see the segment's free ranges again: no promotion fill lands after.
+  if (disk_ != nullptr) disk_->FenceFills();
   // Which master is it? A ping tells (mount replies tell too, but only after mounting).
   auto ping = master.Ping(deadline);
   if (!ping.ok()) return ping.status();
