@@ -373,34 +373,19 @@ PoolUsage SegmentRegistry::Usage() const {
   return u;
 }
 
-Result<uint64_t> SegmentRegistry::DiskSegment(std::string_view name, std::string_view client_id,
-                                              uint64_t* capacity) const {
+Result<uint64_t> SegmentRegistry::OwnSegment(std::string_view name, std::string_view client_id,
+                                             uint32_t tier, uint64_t* capacity) const {
   std::shared_lock lock(map_mu_);
   auto it = by_name_.find(std::string(name));
   if (it == by_name_.end()) {
     return Status(ErrorCode::SEGMENT_NOT_FOUND, fmt::format("segment={} is not mounted", name));
   }
-  if (it->second->client_id != client_id || it->second->tier != kTierDisk) {
-    return Status(
-        ErrorCode::ILLEGAL_CLIENT,
-        fmt::format("segment={} is not a disk tier mounted by client={}", name, client_id));
+  if (it->second->client_id != client_id || it->second->tier != tier) {
+    return Status(ErrorCode::ILLEGAL_CLIENT,
+                  fmt::format("segment={} is not a {} mounted by client={}", name,
+                              tier == kTierDisk ? "disk tier" : "DRAM segment", client_id));
   }
   if (capacity != nullptr) *capacity = it->second->capacity;
-  return it->second->id;
-}
-
-Result<uint64_t> SegmentRegistry::OwnDramSegment(std::string_view name,
-                                                 std::string_view client_id) const {
-  std::shared_lock lock(map_mu_);
-  auto it = by_name_.find(std::string(name));
-  if (it == by_name_.end()) {
-    return Status(ErrorCode::SEGMENT_NOT_FOUND, fmt::format("segment={} is not mounted", name));
-  }
-  if (it->second->client_id != client_id || it->second->tier != kTierDram) {
-    return Status(
-        ErrorCode::ILLEGAL_CLIENT,
-        fmt::format("segment={} is not a DRAM segment mounted by client={}", name, client_id));
-  }
   return it->second->id;
 }
 

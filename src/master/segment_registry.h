@@ -167,7 +167,9 @@ class SegmentRegistry {
   // usable bytes, the bound for the ranges its host reports.
   // Errors: SEGMENT_NOT_FOUND; ILLEGAL_CLIENT (another client's, or not a disk tier).
   Result<uint64_t> DiskSegment(std::string_view name, std::string_view client_id,
-                               uint64_t* capacity = nullptr) const;
+                               uint64_t* capacity = nullptr) const {
+    return OwnSegment(name, client_id, kTierDisk, capacity);
+  }
   // True when a replica of `size` bytes at `offset` lies inside a segment of `capacity` bytes
   // at an aligned offset (the check Restore makes of a host's ranges).
   bool RangeFits(uint64_t capacity, uint64_t offset, uint64_t size) const {
@@ -177,7 +179,9 @@ class SegmentRegistry {
   }
   // The id of DRAM segment `name` mounted by `client_id` (promotion into a host's own DRAM).
   // Errors: SEGMENT_NOT_FOUND; ILLEGAL_CLIENT (another client's, or not a DRAM segment).
-  Result<uint64_t> OwnDramSegment(std::string_view name, std::string_view client_id) const;
+  Result<uint64_t> OwnDramSegment(std::string_view name, std::string_view client_id) const {
+    return OwnSegment(name, client_id, kTierDram, nullptr);
+  }
   // One allocation of `size` bytes on segment `segment_id` only; false when it has no room, does
   // not take new replicas (restoring, draining) or is not mounted.
   bool AllocateOn(uint64_t segment_id, uint64_t size, Placement* out);
@@ -223,6 +227,9 @@ class SegmentRegistry {
     int64_t release_at_ns;
   };
 
+  // Segment `name` of tier `tier` mounted by `client_id` (DiskSegment, OwnDramSegment).
+  Result<uint64_t> OwnSegment(std::string_view name, std::string_view client_id, uint32_t tier,
+                              uint64_t* capacity) const;
   // Tries one allocation on `s`. REQUIRES: the map lock is held (shared is enough).
   bool TryAllocate(Segment& s, uint64_t size, Placement* out);
   // Removes `s` from every map. REQUIRES: the map lock is held exclusively.

@@ -386,8 +386,13 @@ TEST(DiskTierTest, StandaloneClientReadsDiskObjectsThroughItsNode) {
   DiskPool p("16MB", "64MB");
   ASSERT_NE(p.client, nullptr);
   Client& c = *p.client;
-  ASSERT_EQ(PutPages(c, 0, 100, 16), 100);  // 25 MB into 16 MB of DRAM
-  ASSERT_GE(WaitForDiskReplicas(c, 100, milliseconds(10000)), 100u);
+  // 25 MB into 16 MB of DRAM, in two steps: once the first 10 MB are on disk, eviction takes
+  // those first, so a loaded machine's slower offloader loses nothing (unpaced, 36 of 100 pages
+  // were evicted before their copy once, in a parallel CTest run).
+  ASSERT_EQ(PutPages(c, 0, 40, 16), 40);
+  ASSERT_GE(WaitForDiskReplicas(c, 40, milliseconds(10000)), 40u);
+  ASSERT_EQ(PutPages(c, 40, 100, 16), 60);
+  ASSERT_GE(WaitForDiskReplicas(c, 100, milliseconds(20000)), 100u);
   StandaloneOptions so;
   so.server_address = p.pool.node_segment(0);
   so.rpc_timeout = milliseconds(3000);
