@@ -7,6 +7,7 @@
 
 #include <array>
 
+#include "common/keys.h"
 #include "master/master_core.h"
 
 namespace kvpool::master {
