@@ -99,6 +99,8 @@ def test_ssd_offload_path_from_the_mooncake_environment_and_default_size(master_
      ErrorCode.INVALID_PARAMS, "ssd_offload_size is 0"),
     (dict(enable_ssd_offload=True, ssd_offload_path="DIR", ssd_offload_size="lots"),
      ErrorCode.INVALID_PARAMS, "ssd_offload_size"),
+    (dict(enable_ssd_offload=True, ssd_offload_path="DIR", global_segment_size=1 << 63),
+     ErrorCode.INVALID_PARAMS, "too large"),
 ])
 def test_ssd_offload_bad_settings_are_clear_errors(master_only, tmp_path, monkeypatch, kwargs,
                                                    code, says):

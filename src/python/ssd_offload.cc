@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+
 namespace kvpool::python {
 
 Status ApplySsdOffload(const SsdOffload& ssd, const char* env_path, uint64_t segment_bytes,
@@ -26,6 +28,12 @@ Status ApplySsdOffload(const SsdOffload& ssd, const char* env_path, uint64_t seg
                   fmt::format("ssd_offload_size is 0 (path {}): give a size such as \"16gb\", or "
                               "leave it out for {} x global_segment_size",
                               path, kDefaultSegmentMultiple));
+  }
+  if (!ssd.size && segment_bytes > UINT64_MAX / kDefaultSegmentMultiple) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("global_segment_size {} is too large for the default "
+                              "ssd_offload_size ({} x it): give ssd_offload_size",
+                              segment_bytes, kDefaultSegmentMultiple));
   }
   options->disk_path = std::move(path);
   options->disk_size = ssd.size.value_or(kDefaultSegmentMultiple * segment_bytes);
