@@ -404,6 +404,18 @@ std::optional<DiskObject> DiskTier::Find(uint64_t offset, uint64_t length) const
 }
 
 Status DiskTier::Read(std::span<const ReadOp> ops, std::shared_ptr<const void> pin) {
+  return ReadEach(ops, std::move(pin), {});
+}
+
+Status DiskTier::ReadEach(std::span<const ReadOp> ops, std::shared_ptr<const void> pin,
+                          const std::function<void(size_t, const Status&)>& on_op) {
+  std::vector<bool> reported(ops.size(), false);
+  auto report_rest = [&](const Status& st) {
+    if (!on_op) return;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (!reported[i]) on_op(i, st);
+    }
+  };
   std::vector<IoOp> io;
   io.reserve(ops.size());
   std::vector<std::pair<std::string, uint64_t>> expect;  // key, checksum per op
@@ -413,37 +425,49 @@ Status DiskTier::Read(std::span<const ReadOp> ops, std::shared_ptr<const void> p
     for (const ReadOp& op : ops) {
       auto it = by_offset_.find(op.offset);
       if (it == by_offset_.end() || it->second.obj.size != op.length) {
-        return Status(ErrorCode::INVALID_READ,
-                      fmt::format("disk tier {}: no object of {} bytes at offset {}", dir_,
-                                  op.length, op.offset));
+        Status st(ErrorCode::INVALID_READ, fmt::format("disk tier {}: no object of {} bytes at "
+                                                       "offset {}",
+                                                       dir_, op.length, op.offset));
+        report_rest(st);
+        return st;
       }
       lru_.splice(lru_.end(), lru_, it->second.lru);
       expect.emplace_back(it->second.obj.key, it->second.obj.checksum);
       io.push_back(IoOp{false, op.offset, op.dst, Reserved(op.length)});
     }
   }
-  uint64_t start = NowNs();
-  UringQueue& ring = *reads_[next_read_ring_.fetch_add(1, std::memory_order_relaxed) % kReadRings];
-  Status st = ring.Run(fd_, io, "disk tier data file", DeadlineAfter(io_timeout_), std::move(pin));
-  read_ns_.fetch_add(NowNs() - start, std::memory_order_relaxed);
-  if (!st.ok()) {
-    NoteIoError(st);
-    return st;
-  }
+  // Each op is checked as it lands, on this thread, while the rest are still on the disk.
+  Status mismatch;
   uint64_t bytes = 0;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    bytes += ops[i].length;
+  auto check = [&](size_t i) {
+    Status st;
     if (ChecksumOf(ops[i].dst, ops[i].length) != expect[i].second) {
       checksum_failures_.fetch_add(1, std::memory_order_relaxed);
       spdlog::warn(
           "disk tier {}: key={} offset={} size={} fails its checksum (a torn write or "
           "a flipped bit); not served",
           dir_, expect[i].first, ops[i].offset, ops[i].length);
-      return Status(ErrorCode::CHECKSUM_MISMATCH,
-                    fmt::format("disk tier {}: key={} offset={} fails its checksum", dir_,
-                                expect[i].first, ops[i].offset));
+      st = Status(ErrorCode::CHECKSUM_MISMATCH,
+                  fmt::format("disk tier {}: key={} offset={} fails its checksum", dir_,
+                              expect[i].first, ops[i].offset));
+      if (mismatch.ok()) mismatch = st;
+    } else {
+      bytes += ops[i].length;
     }
+    reported[i] = true;
+    if (on_op) on_op(i, st);
+  };
+  uint64_t start = NowNs();
+  UringQueue& ring = *reads_[next_read_ring_.fetch_add(1, std::memory_order_relaxed) % kReadRings];
+  Status st =
+      ring.Run(fd_, io, "disk tier data file", DeadlineAfter(io_timeout_), std::move(pin), check);
+  read_ns_.fetch_add(NowNs() - start, std::memory_order_relaxed);
+  if (!st.ok()) {
+    NoteIoError(st);
+    report_rest(st);
+    return st;
   }
+  if (!mismatch.ok()) return mismatch;
   bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
   objects_read_.fetch_add(ops.size(), std::memory_order_relaxed);
   return Status::Ok();

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -142,6 +143,10 @@ class DiskTier {
   // Frees several (one log append).
   size_t Free(std::span<const uint64_t> offsets);
 
+  // Reads come from several threads at once, each request a few ranges: one ring each (picked
+  // in turn) keeps their I/O in flight together instead of one request's at a time.
+  static constexpr size_t kReadRings = 4;
+
   struct ReadOp {
     uint64_t offset = 0;  // must be a listed object's offset ...
     uint64_t length = 0;  // ... and its size
@@ -153,6 +158,12 @@ class DiskTier {
   // that size); CHECKSUM_MISMATCH; FILE_READ_FAIL (I/O error, or io_timeout passed). `pin`
   // owns the dst buffers, as for Write.
   Status Read(std::span<const ReadOp> ops, std::shared_ptr<const void> pin = {});
+  // As Read, reporting each op as soon as it ends, while later ones are still on the disk:
+  // `on_op(i, status)` is called once per op, on the calling thread, with OK (its bytes are in
+  // and match their checksum), CHECKSUM_MISMATCH, or the batch's error for every op not
+  // reported before it (an I/O error, the deadline, INVALID_READ). Returns the first error.
+  Status ReadEach(std::span<const ReadOp> ops, std::shared_ptr<const void> pin,
+                  const std::function<void(size_t, const Status&)>& on_op);
   // The listed object at `offset` with `length` bytes, if any.
   std::optional<DiskObject> Find(uint64_t offset, uint64_t length) const;
 
@@ -175,9 +186,6 @@ class DiskTier {
   const int fd_;
   const bool direct_;
   const std::chrono::milliseconds io_timeout_;
-  // Reads come from several data server threads at once, each request a few ranges: one ring
-  // each (picked in turn) keeps their I/O in flight together instead of one request's at a time.
-  static constexpr size_t kReadRings = 4;
   std::vector<std::unique_ptr<UringQueue>> reads_;
   std::atomic<size_t> next_read_ring_{0};
   std::unique_ptr<UringQueue> writes_;

@@ -47,7 +47,8 @@ __kernel_timespec TimespecUntil(Deadline until) {
 }  // namespace
 
 Status UringQueue::Run(int fd, std::span<const IoOp> ops, const char* what, Deadline deadline,
-                       std::shared_ptr<const void> pin) {
+                       std::shared_ptr<const void> pin,
+                       const std::function<void(size_t)>& on_done) {
   std::lock_guard lock(mu_);
   const bool writes = !ops.empty() && ops[0].write;
   const ErrorCode fail = writes ? ErrorCode::FILE_WRITE_FAIL : ErrorCode::FILE_READ_FAIL;
@@ -88,7 +89,10 @@ Status UringQueue::Run(int fd, std::span<const IoOp> ops, const char* what, Dead
         } else {
           i = next++;
         }
-        if (ops[i].length == 0) continue;
+        if (ops[i].length == 0) {
+          if (on_done) on_done(i);
+          continue;
+        }
         submit_one(i);
       }
     }
@@ -147,7 +151,11 @@ Status UringQueue::Run(int fd, std::span<const IoOp> ops, const char* what, Dead
         continue;
       }
       done[i] += static_cast<uint64_t>(res);
-      if (done[i] < op.length) retry.push_back(i);
+      if (done[i] < op.length) {
+        retry.push_back(i);
+      } else if (on_done && first.ok()) {
+        on_done(i);
+      }
     }
     io_uring_cq_advance(&ring_, seen);
   }

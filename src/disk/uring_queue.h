@@ -22,6 +22,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -53,9 +54,11 @@ class UringQueue {
   uint32_t depth() const { return depth_; }
   // Performs every op on `fd` (a read that hits end of file is an error) by `deadline`. `what`
   // names the file in error messages. `pin` owns the ops' buffers (empty: the caller keeps
-  // them valid for the queue's lifetime); it is kept only if the ring wedges.
+  // them valid for the queue's lifetime); it is kept only if the ring wedges. `on_done`
+  // (optional) is called on the calling thread with an op's index as soon as all of its bytes
+  // have moved, while later ops are still in flight (so a reader can send what has arrived).
   Status Run(int fd, std::span<const IoOp> ops, const char* what, Deadline deadline,
-             std::shared_ptr<const void> pin = {});
+             std::shared_ptr<const void> pin = {}, const std::function<void(size_t)>& on_done = {});
 
  private:
   explicit UringQueue(uint32_t depth) : depth_(depth) {}

@@ -21,9 +21,6 @@ constexpr auto kRetryDelay = std::chrono::milliseconds(200);
 constexpr int kMaxAddTries = 50;
 // Most victims one eviction round asks the master to drop.
 constexpr size_t kMaxVictims = 256;
-// Most objects of failed READs waiting to be checked again.
-constexpr size_t kMaxSuspects = 4096;
-
 }  // namespace
 
 Result<std::unique_ptr<DiskHost>> DiskHost::Open(const DiskHostOptions& options) {
@@ -36,7 +33,9 @@ DiskHost::DiskHost(const DiskHostOptions& options, std::unique_ptr<disk::DiskTie
     : options_(options),
       tier_(std::move(tier)),
       incarnation_(RandomU64() | 1),
-      read_buffers_(disk::ReadBuffers::Create(tier_->alignment(), kKeptReadBufferBytes)) {}
+      read_buffers_(disk::ReadBuffers::Create(tier_->alignment(), kKeptReadBufferBytes)) {
+  StartReaders();
+}
 
 DiskHost::~DiskHost() { Stop(); }
 
@@ -101,6 +100,7 @@ void DiskHost::Stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  StopReaders();
 }
 
 rpc::JournalAck DiskHost::JournalAck() const {
@@ -314,67 +314,6 @@ void DiskHost::MakeRoom(uint64_t need) {
   std::vector<uint64_t> frees;
   if (!Unlist(victims, &frees, nullptr)) return;  // nothing is freed that the master may list
   evicted_.fetch_add(tier_->Free(frees), std::memory_order_relaxed);
-}
-
-std::optional<rpc::Reply> DiskHost::Read(const rpc::DataRequest& req) {
-  if (!bound_.load(std::memory_order_acquire) || req.segment_name() != name_) return std::nullopt;
-  read_requests_.fetch_add(1, std::memory_order_relaxed);
-  if (req.segment_incarnation() != 0 && req.segment_incarnation() != incarnation_) {
-    read_failures_.fetch_add(1, std::memory_order_relaxed);
-    return rpc::Reply::Error(
-        Status(ErrorCode::SEGMENT_NOT_FOUND,
-               fmt::format("segment={} incarnation={:016x} is not served here (this disk tier's is "
-                           "{:016x}): its host restarted",
-                           name_, req.segment_incarnation(), incarnation_)));
-  }
-  // The ranges come from the wire: each must name a listed object (which bounds its length),
-  // and all of them together at most the tier's size, before they size the buffer.
-  uint64_t total = 0;
-  const uint64_t capacity = tier_->capacity();
-  for (const rpc::Range& r : req.ranges()) {
-    if (!tier_->Find(r.offset(), r.length())) {
-      read_failures_.fetch_add(1, std::memory_order_relaxed);
-      return rpc::Reply::Error(Status(ErrorCode::INVALID_READ,
-                                      fmt::format("segment={}: no object of {} bytes at offset {}",
-                                                  name_, r.length(), r.offset())));
-    }
-    total += tier_->Reserved(r.length());
-    if (total > capacity) {
-      read_failures_.fetch_add(1, std::memory_order_relaxed);
-      return rpc::Reply::Error(Status(
-          ErrorCode::INVALID_READ,
-          fmt::format("segment={}: a READ of {} ranges asks for more than the tier's {} bytes",
-                      name_, req.ranges_size(), capacity)));
-    }
-  }
-  std::shared_ptr<disk::AlignedBuffer> buf =
-      read_buffers_->Acquire(total);  // reused, not faulted in afresh
-  std::vector<disk::DiskTier::ReadOp> ops;
-  ops.reserve(req.ranges_size());
-  uint64_t pos = 0;
-  for (const rpc::Range& r : req.ranges()) {
-    ops.push_back(disk::DiskTier::ReadOp{r.offset(), r.length(), buf->data() + pos});
-    pos += tier_->Reserved(r.length());
-  }
-  Status st = tier_->Read(ops, buf);
-  if (!st.ok()) {
-    read_failures_.fetch_add(1, std::memory_order_relaxed);
-    {
-      std::lock_guard lock(mu_);
-      for (const rpc::Range& r : req.ranges()) {
-        if (suspects_.size() >= kMaxSuspects) break;
-        if (auto o = tier_->Find(r.offset(), r.length())) suspects_.push_back(std::move(*o));
-      }
-    }
-    cv_.notify_one();
-    return rpc::Reply::Error(st);
-  }
-  CountHits(req);
-  rpc::Reply reply = rpc::Reply::Of(rpc::Empty());
-  reply.payload.reserve(ops.size());
-  for (const auto& op : ops) reply.payload.emplace_back(op.dst, op.length);
-  reply.keep_alive = std::move(buf);
-  return reply;
 }
 
 Result<rpc::CodesReply> DiskHost::SendTierUpdate(std::span<const disk::DiskObject> added,

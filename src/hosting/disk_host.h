@@ -14,8 +14,12 @@
 // that did not keep it). So a range is never reused while a reader may be sent to it.
 //
 // Reads: DataService hands READs of the disk segment to Read(), which reads the ranges (whole
-// objects) through io_uring into one aligned buffer, checks each against its checksum
-// (CHECKSUM_MISMATCH, never wrong bytes) and replies from that buffer.
+// objects) through io_uring into one aligned buffer and checks each against its checksum
+// (CHECKSUM_MISMATCH, never wrong bytes). A READ that asks for a status trailer (every kvpool
+// client's) is streamed (hosting/streamed_read.h): one of the host's reader threads runs the
+// I/O while the data server sends each range as soon as it has landed and passed its check,
+// so the disk and the socket work at once; the trailer says whether every range was good.
+// Other READs are read whole, then answered.
 //
 // Bad objects: when a READ fails (an I/O error, a checksum mismatch), the background thread
 // reads each of its objects again on its own; one that fails again is unlisted at the master
@@ -79,6 +83,8 @@ struct DiskHostStats {
   uint64_t dropped_unreadable = 0;  // objects unlisted because they failed a second read
 };
 
+class StreamedRead;
+
 class DiskHost : public transfer::TierReader {
  public:
   // Opens the tier (errors as disk::DiskTier::Open: the path and the need are named).
@@ -136,8 +142,20 @@ class DiskHost : public transfer::TierReader {
   // Re-reads each object of a failed READ alone; unlists (master first) and frees those that
   // fail again.
   void CheckSuspects(std::vector<disk::DiskObject> suspects);
-  // Counts a hit on each object `req` read; queues those that reached promote_after_hits.
-  void CountHits(const rpc::DataRequest& req);
+  // Counts a hit on each object read by `ops`; queues those that reached promote_after_hits.
+  void CountHits(std::span<const disk::DiskTier::ReadOp> ops);
+  // Reads (disk_reads.cc). The ranges of `req` checked against the tier's objects, and a
+  // buffer with the ops that read them into it; INVALID_READ / SEGMENT_NOT_FOUND otherwise.
+  struct PreparedRead {
+    std::shared_ptr<disk::AlignedBuffer> buffer;
+    std::vector<disk::DiskTier::ReadOp> ops;
+  };
+  Result<PreparedRead> PrepareRead(const rpc::DataRequest& req);
+  // After a read's I/O: counts hits, or failures (queuing the objects to check again).
+  void NoteReadResult(std::span<const disk::DiskTier::ReadOp> ops, const Status& st);
+  void StartReaders();
+  void StopReaders();  // joins them; queued reads fail with UNAVAILABLE_IN_CURRENT_STATUS
+  void ReaderLoop();
   // Promotes `objects` (disk offsets) into the DRAM segment: reserve, fill, commit.
   void PromoteBatch(std::vector<disk::DiskObject> objects);
   // Commits filled promotion ranges (retrying while a reader holds the object); returns how
@@ -187,6 +205,8 @@ class DiskHost : public transfer::TierReader {
   // being committed by promotion, whose journal commit must not be offloaded again.
   static constexpr size_t kMaxTrackedHits = 1 << 16;
   static constexpr size_t kMaxQueuedPromotions = 1024;
+  // Most objects of failed READs waiting to be checked again.
+  static constexpr size_t kMaxSuspects = 4096;
   std::unordered_map<uint64_t, uint32_t> hits_;
   std::deque<disk::DiskObject> promote_queue_;
   std::unordered_map<uint64_t, std::string> promoting_dram_;
@@ -197,6 +217,13 @@ class DiskHost : public transfer::TierReader {
   std::atomic<uint64_t> offloaded_{0}, skipped_{0}, dropped_{0}, failed_{0}, evicted_{0};
   std::atomic<uint64_t> read_requests_{0}, read_failures_{0};
   std::atomic<uint64_t> promoted_{0}, promote_failed_{0}, dropped_unreadable_{0};
+  // Streamed reads waiting for a reader thread (disk_reads.cc). One thread per read ring, so
+  // every ring can have a read in flight.
+  std::mutex readers_mu_;
+  std::condition_variable readers_cv_;
+  std::deque<std::shared_ptr<StreamedRead>> read_jobs_;  // guarded by readers_mu_
+  bool readers_stop_ = false;                            // guarded by readers_mu_
+  std::vector<std::thread> readers_;
   // Promotion fills run under fill_mu_ shared; FenceFills takes it exclusively and bumps the
   // generation, which voids the reservations of fills started before.
   std::shared_mutex fill_mu_;

@@ -36,17 +36,17 @@ void DiskHost::FenceFills() {
   fill_generation_.fetch_add(1, std::memory_order_acq_rel);
 }
 
-void DiskHost::CountHits(const rpc::DataRequest& req) {
+void DiskHost::CountHits(std::span<const disk::DiskTier::ReadOp> ops) {
   if (options_.promote_after_hits == 0) return;
   bool queued = false;
   {
     std::lock_guard lock(mu_);
     if (hits_.size() > kMaxTrackedHits) hits_.clear();  // bounded memory; counts start over
-    for (const rpc::Range& r : req.ranges()) {
-      uint32_t& n = hits_[r.offset()];
+    for (const disk::DiskTier::ReadOp& r : ops) {
+      uint32_t& n = hits_[r.offset];
       if (++n < options_.promote_after_hits) continue;
-      hits_.erase(r.offset());
-      std::optional<disk::DiskObject> o = tier_->Find(r.offset(), r.length());
+      hits_.erase(r.offset);
+      std::optional<disk::DiskObject> o = tier_->Find(r.offset, r.length);
       if (!o) continue;
       if (promote_queue_.size() >= kMaxQueuedPromotions) {
         promote_failed_.fetch_add(1, std::memory_order_relaxed);

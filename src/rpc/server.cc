@@ -473,15 +473,33 @@ asio::awaitable<bool> Server::SendReply(ServerStream& stream, const FrameHeader&
   uint8_t header[kFrameHeaderBytes];
   out.emplace_back(header, kFrameHeaderBytes);
   out.emplace_back(meta->data(), meta->size());
+  const bool streamed = reply.code == ErrorCode::OK && reply.source != nullptr;
   if (reply.code == ErrorCode::OK) {
     for (const auto& b : reply.payload) {
       h.payload_len += b.size();
       out.push_back(b);
     }
+    if (streamed) h.payload_len += reply.source->bytes();
   }
   EncodeFrameHeader(h, header);
-  auto [ec, n] = co_await stream.WriteAll(out);
-  co_return !ec;
+  if (!streamed) {
+    auto [ec, n] = co_await stream.WriteAll(out);
+    co_return !ec;
+  }
+  // Each write takes every part ready by then (the header and meta go with the first ones).
+  PayloadSource& source = *reply.source;
+  size_t i = 0;
+  do {
+    if (i < source.parts()) {
+      const size_t ready = source.WaitReady(i);
+      for (size_t k = 0; k < ready; ++k) out.push_back(source.Part(i + k));
+      i += ready;
+    }
+    auto [ec, n] = co_await stream.WriteAll(out);
+    if (ec) co_return false;
+    out.clear();
+  } while (i < source.parts());
+  co_return true;
 }
 
 asio::awaitable<bool> Server::Greet(ServerStream& stream, const FrameHeader& h,

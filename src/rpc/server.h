@@ -115,16 +115,37 @@ class PayloadReader {
   bool failed_ = false;
 };
 
+// A reply payload that is still being produced while it is sent (a disk read streamed out as
+// its parts land): the server writes each part as soon as it is ready, behind the header that
+// announced bytes() in all. Its size is fixed before the first part is ready; a failure found
+// later cannot change the reply's status, so the source must say it inside its own bytes (a
+// status trailer, transfer/read_trailer.h).
+//
+// Threading: WaitReady and Part are called by the one coroutine sending the reply; the producer
+// works on threads of its own.
+class PayloadSource {
+ public:
+  virtual ~PayloadSource() = default;
+  virtual size_t parts() const = 0;
+  virtual uint64_t bytes() const = 0;  // the sum of every part's size
+  // Blocks until part `from` (< parts()) is ready, then returns how many consecutive parts
+  // from it are ready (>= 1). Must return within the producer's own deadline.
+  virtual size_t WaitReady(size_t from) = 0;
+  // A ready part's bytes, valid while the source lives.
+  virtual asio::const_buffer Part(size_t i) const = 0;
+};
+
 // What a Service answers. For OK, `meta` is the serialized response message and `payload`
 // lists bytes sent after it (they must stay valid until the reply is written, i.e. they should
-// point into memory that outlives the server, such as a segment). For an error, `code` and
-// `message` travel and there is no payload.
+// point into memory that outlives the server, such as a segment), or `source` produces them
+// (then `payload` is empty). For an error, `code` and `message` travel and there is no payload.
 struct Reply {
   ErrorCode code = ErrorCode::OK;
   std::string message;
   std::string meta;
   std::vector<asio::const_buffer> payload;
   std::shared_ptr<const void> keep_alive;  // holds what `payload` points into until sent
+  std::shared_ptr<PayloadSource> source;   // OK only: a payload streamed as it is produced
 
   static Reply Of(const google::protobuf::MessageLite& msg);
   static Reply Error(const Status& st);

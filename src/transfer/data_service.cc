@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "transfer/read_trailer.h"
+
 namespace kvpool::transfer {
 
 asio::awaitable<rpc::Reply> DataService::Handle(const rpc::FrameHeader& header,
@@ -95,7 +97,7 @@ rpc::Reply DataService::Read(const rpc::DataRequest& req) {
   if (!found.ok() && tier_reader_ != nullptr) {
     if (std::optional<rpc::Reply> r = tier_reader_->Read(req)) {
       if (r->code == ErrorCode::OK) {
-        uint64_t total = 0;
+        uint64_t total = r->source != nullptr ? r->source->bytes() : 0;
         for (const auto& b : r->payload) total += b.size();
         counters_.bytes_read.fetch_add(total, std::memory_order_relaxed);
       } else {
@@ -120,6 +122,8 @@ rpc::Reply DataService::Read(const rpc::DataRequest& req) {
   reply.payload.reserve(req.ranges_size());
   for (const auto& r : req.ranges())
     reply.payload.emplace_back(segment->base() + r.offset(), r.length());
+  if (req.status_trailer())
+    reply.payload.emplace_back(kGoodReadTrailer.data(), kGoodReadTrailer.size());
   reply.keep_alive = std::move(segment);
   counters_.bytes_read.fetch_add(*total, std::memory_order_relaxed);
   return reply;

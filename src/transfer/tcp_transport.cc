@@ -1,5 +1,11 @@
 #include "transfer/tcp_transport.h"
 
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "transfer/read_trailer.h"
+
 namespace kvpool::transfer {
 
 Status TcpTransport::Call(rpc::Method method, const SegmentRanges& where,
@@ -13,7 +19,26 @@ Status TcpTransport::Call(rpc::Method method, const SegmentRanges& where,
   auto conn = pool_->Acquire(*where.endpoint, deadline);
   if (!conn.ok()) return conn.status();
   rpc::Empty resp;
-  return (*conn)->Call(method, req, &resp, out, in, deadline);
+  if (method != rpc::READ) return (*conn)->Call(method, req, &resp, out, in, deadline);
+  // READs end with a status trailer: a disk tier streams its bytes before it knows they are
+  // all good (read_trailer.h).
+  req.set_status_trailer(true);
+  uint8_t trailer[ReadTrailer::kBytes];
+  std::vector<iovec> dst;
+  dst.reserve(in.size() + 1);
+  dst.assign(in.begin(), in.end());
+  dst.push_back({trailer, sizeof(trailer)});
+  Status st = (*conn)->Call(method, req, &resp, out, dst, deadline);
+  if (!st.ok()) return st;
+  const ReadTrailer t = ReadTrailer::Decode(trailer);
+  if (t.code == ErrorCode::OK) return st;
+  const size_t i = t.failed_range < where.ranges.size() ? t.failed_range : 0;
+  return Status(
+      t.code, fmt::format("segment={} offset={} length={} failed on its host ({}); the {} "
+                          "ranges of this read are not valid",
+                          *where.segment_name, where.ranges.empty() ? 0 : where.ranges[i].offset(),
+                          where.ranges.empty() ? 0 : where.ranges[i].length(),
+                          ErrorCodeName(t.code), where.ranges.size()));
 }
 
 Status TcpTransport::Write(const SegmentRanges& dst, std::span<const iovec> src,

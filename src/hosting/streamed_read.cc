@@ -1,0 +1,63 @@
+#include "hosting/streamed_read.h"
+
+namespace kvpool::hosting {
+
+StreamedRead::StreamedRead(std::shared_ptr<disk::AlignedBuffer> buffer,
+                           std::vector<disk::DiskTier::ReadOp> ops, Deadline give_up)
+    : buffer_(std::move(buffer)),
+      ops_(std::move(ops)),
+      give_up_(give_up),
+      ended_(ops_.size(), false),
+      open_ranges_(ops_.size()) {
+  for (const auto& op : ops_) bytes_ += op.length;
+  if (open_ranges_ == 0) trailer_ = verdict_.Encode();
+}
+
+void StreamedRead::EndLocked(size_t i, const Status& st) {
+  ended_[i] = true;
+  if (!st.ok() && verdict_.code == ErrorCode::OK) {
+    verdict_ = transfer::ReadTrailer{st.code(), static_cast<uint32_t>(i)};
+  }
+  if (--open_ranges_ == 0) trailer_ = verdict_.Encode();
+}
+
+void StreamedRead::Done(size_t i, const Status& st) {
+  {
+    std::lock_guard lock(mu_);
+    if (i >= ended_.size() || ended_[i]) return;
+    EndLocked(i, st);
+  }
+  cv_.notify_all();
+}
+
+void StreamedRead::FailRest(const Status& st) {
+  {
+    std::lock_guard lock(mu_);
+    for (size_t i = 0; i < ended_.size(); ++i) {
+      if (!ended_[i]) EndLocked(i, st);
+    }
+  }
+  cv_.notify_all();
+}
+
+size_t StreamedRead::WaitReady(size_t from) {
+  std::unique_lock lock(mu_);
+  auto ready = [&](size_t i) { return i < ended_.size() ? ended_[i] : open_ranges_ == 0; };
+  if (!cv_.wait_until(lock, give_up_, [&] { return ready(from); })) {
+    const Status late(ErrorCode::FILE_READ_FAIL,
+                      "the disk read did not end within its deadline (a hung disk?)");
+    for (size_t i = 0; i < ended_.size(); ++i) {
+      if (!ended_[i]) EndLocked(i, late);
+    }
+  }
+  size_t n = 0;
+  while (from + n < parts() && ready(from + n)) ++n;
+  return n;
+}
+
+asio::const_buffer StreamedRead::Part(size_t i) const {
+  if (i < ops_.size()) return asio::const_buffer(ops_[i].dst, ops_[i].length);
+  return asio::const_buffer(trailer_.data(), trailer_.size());
+}
+
+}  // namespace kvpool::hosting

@@ -1,0 +1,78 @@
+#include "hosting/streamed_read.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace kvpool::hosting {
+namespace {
+
+using transfer::ReadTrailer;
+
+std::shared_ptr<StreamedRead> ThreeRanges(Deadline give_up) {
+  auto buf = std::make_shared<disk::AlignedBuffer>(3 * 4096, 4096);
+  std::vector<disk::DiskTier::ReadOp> ops;
+  for (int i = 0; i < 3; ++i) {
+    ops.push_back({static_cast<uint64_t>(i) * 4096, 100, buf->data() + i * 4096});
+  }
+  return std::make_shared<StreamedRead>(buf, std::move(ops), give_up);
+}
+
+ReadTrailer TrailerOf(StreamedRead& r) {
+  asio::const_buffer t = r.Part(r.parts() - 1);
+  EXPECT_EQ(t.size(), ReadTrailer::kBytes);
+  return ReadTrailer::Decode(static_cast<const uint8_t*>(t.data()));
+}
+
+TEST(StreamedReadTest, RangesAreSentAsTheyLandAndTheTrailerLast) {
+  auto r = ThreeRanges(DeadlineAfter(std::chrono::seconds(10)));
+  EXPECT_EQ(r->parts(), 4u);
+  EXPECT_EQ(r->bytes(), 300u + ReadTrailer::kBytes);
+  EXPECT_EQ(r->Part(1).size(), 100u);
+  r->Done(0, Status::Ok());
+  EXPECT_EQ(r->WaitReady(0), 1u);  // range 1 is still out
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    r->Done(2, Status::Ok());
+    r->Done(1, Status::Ok());
+  });
+  EXPECT_GE(r->WaitReady(1), 1u);  // blocks until range 1 lands
+  late.join();
+  EXPECT_EQ(r->WaitReady(1), 3u);  // ranges 1, 2 and the trailer
+  EXPECT_EQ(TrailerOf(*r).code, ErrorCode::OK);
+}
+
+TEST(StreamedReadTest, TheTrailerNamesTheFirstFailedRange) {
+  auto r = ThreeRanges(DeadlineAfter(std::chrono::seconds(10)));
+  r->Done(0, Status::Ok());
+  r->Done(1, Status(ErrorCode::CHECKSUM_MISMATCH, "flipped"));
+  r->Done(1, Status::Ok());  // a second report is ignored
+  r->FailRest(Status(ErrorCode::FILE_READ_FAIL, "EIO"));
+  EXPECT_EQ(r->WaitReady(0), 4u);
+  ReadTrailer t = TrailerOf(*r);
+  EXPECT_EQ(t.code, ErrorCode::CHECKSUM_MISMATCH);
+  EXPECT_EQ(t.failed_range, 1u);
+}
+
+TEST(StreamedReadTest, ARangeNotEndedByTheDeadlineFailsTheRead) {
+  auto r = ThreeRanges(DeadlineAfter(std::chrono::milliseconds(30)));
+  r->Done(0, Status::Ok());
+  EXPECT_EQ(r->WaitReady(1), 3u);  // gave up on 1 and 2 after 30 ms
+  ReadTrailer t = TrailerOf(*r);
+  EXPECT_EQ(t.code, ErrorCode::FILE_READ_FAIL);
+  EXPECT_EQ(t.failed_range, 1u);
+  r->Done(1, Status::Ok());  // a late completion changes nothing
+  EXPECT_EQ(TrailerOf(*r).code, ErrorCode::FILE_READ_FAIL);
+}
+
+TEST(ReadTrailerTest, RoundTripsEveryField) {
+  ReadTrailer t{ErrorCode::CHECKSUM_MISMATCH, 0x01020304};
+  auto bytes = t.Encode();
+  ReadTrailer back = ReadTrailer::Decode(bytes.data());
+  EXPECT_EQ(back.code, ErrorCode::CHECKSUM_MISMATCH);
+  EXPECT_EQ(back.failed_range, 0x01020304u);
+  EXPECT_EQ(ReadTrailer::Decode(transfer::kGoodReadTrailer.data()).code, ErrorCode::OK);
+}
+
+}  // namespace
+}  // namespace kvpool::hosting

@@ -1,0 +1,44 @@
+// The status trailer that ends a READ reply's payload when the request asked for one
+// (DataRequest.status_trailer): a segment host that streams bytes as they come off its disk has
+// sent its OK header before it knows whether every range reads back intact, so the verdict
+// travels after the bytes. 16 bytes, little-endian: int32 code (0: every range is good), uint32
+// the index of the first failed range in the request, 8 bytes zero.
+//
+// A reader that gets a failing trailer must treat the bytes of the whole reply as invalid.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "kvpool/status.h"
+
+namespace kvpool::transfer {
+
+struct ReadTrailer {
+  static constexpr size_t kBytes = 16;
+  ErrorCode code = ErrorCode::OK;
+  uint32_t failed_range = 0;
+
+  std::array<uint8_t, kBytes> Encode() const {
+    std::array<uint8_t, kBytes> out{};
+    const auto c = static_cast<uint32_t>(static_cast<int32_t>(code));
+    for (int b = 0; b < 4; ++b) {
+      out[b] = static_cast<uint8_t>(c >> (8 * b));
+      out[4 + b] = static_cast<uint8_t>(failed_range >> (8 * b));
+    }
+    return out;
+  }
+  static ReadTrailer Decode(const uint8_t* in) {
+    uint32_t c = 0, r = 0;
+    for (int b = 0; b < 4; ++b) {
+      c |= static_cast<uint32_t>(in[b]) << (8 * b);
+      r |= static_cast<uint32_t>(in[4 + b]) << (8 * b);
+    }
+    return ReadTrailer{ErrorCodeFromInt(static_cast<int32_t>(c)), r};
+  }
+};
+
+// The trailer of a reply whose every range is good (a DRAM segment's READ).
+inline constexpr std::array<uint8_t, ReadTrailer::kBytes> kGoodReadTrailer{};
+
+}  // namespace kvpool::transfer
