@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <cstdlib>
 #include <limits>
 
+#include "common/env.h"
 #include "common/units.h"
 
 namespace kvpool {
@@ -224,11 +224,7 @@ Status ApplyClientOption(std::string_view key, std::string_view value, ClientOpt
 }
 
 EnvLookup ProcessEnv() {
-  return [](const char* name) -> std::optional<std::string> {
-    const char* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): read-only use
-    if (v == nullptr) return std::nullopt;
-    return std::string(v);
-  };
+  return [](const char* name) -> std::optional<std::string> { return GetEnv(name); };
 }
 
 Status ApplyClientEnvironment(ClientOptions& o, const EnvLookup& env) {

@@ -58,7 +58,7 @@ std::string_view ClosestClientOption(std::string_view key);
 Status ApplyClientOption(std::string_view key, std::string_view value, ClientOptions& o);
 
 // Looks up one environment variable; nullopt when unset. The default reads the process
-// environment (the one getenv for client settings in library code).
+// environment through GetEnv (common/env.h), the one reader of the environment in library code.
 using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
 EnvLookup ProcessEnv();
 

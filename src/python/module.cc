@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 
+#include "common/env.h"
 #include "common/log.h"
 #include "common/units.h"
 #include "python/errors.h"
@@ -16,8 +17,8 @@ namespace py = pybind11;
 PYBIND11_MODULE(_kvpool, m) {
   m.doc() = "kvpool: a distributed KV-cache store for LLM inference (C++ binding)";
   // The library logs through spdlog; quiet by default inside an engine, KVPOOL_LOG_LEVEL to tune.
-  const char* level = std::getenv("KVPOOL_LOG_LEVEL");
-  if (!kvpool::InitLogging(level != nullptr ? level : "warn", "python").ok()) {
+  std::string level = kvpool::GetEnv("KVPOOL_LOG_LEVEL").value_or("warn");
+  if (!kvpool::InitLogging(level, "python").ok()) {
     (void)kvpool::InitLogging("warn", "python");
   }
 
