@@ -8,7 +8,8 @@
 #   - a file under src/node includes a client/ header other than the node's own interface to the
 #     client library (client/hosted_client.h) and the shared wire conversions named below;
 #   - a library links one at its own layer or above it (table `layer` below; a new kvpool_
-#     library must be added to the table).
+#     library must be added to the table);
+#   - a file under src/ outside src/tools calls getenv other than src/common/env.cc.
 # Usage: scripts/check-layers.sh SOURCE_DIR LINKS_FILE
 #   LINKS_FILE: one line per library, "target: direct link dependencies...", as CMake sees
 #   them; the build writes it to <build>/layer_links.txt at configure time (CMakeLists.txt).
@@ -130,8 +131,20 @@ else
   [ "${seen}" -ge 10 ] || fail "${links}: only ${seen} libraries listed (expected all kvpool_ ones)"
 fi
 
+# ---- The environment ----
+# Library code reads the environment through common/env.h only (the client's variables are
+# listed in client/client_config.cc); tools under src/tools may read PATH.
+while IFS= read -r hit; do
+  [ -z "${hit}" ] && continue
+  file=${hit%%:*}
+  file=${file#"${src}"/}
+  [ "${file}" = src/common/env.cc ] && continue
+  [[ "${file}" == src/tools/* ]] && continue
+  fail "${hit#"${src}"/}: read the environment through kvpool::GetEnv (common/env.h)"
+done < <(grep -rnE '\b(secure_)?getenv[[:space:]]*\(' "${src}/src" --include='*.h' --include='*.cc' || true)
+
 if [ "${failures}" -ne 0 ]; then
   echo "layering: ${failures} offence(s); the rule and why: docs/architecture.md, \"Layers\"" >&2
   exit 1
 fi
-echo "layering: OK (includes under src/ by folder layer, the node's client headers, link graph)"
+echo "layering: OK (includes under src/ by folder layer, the node's client headers, link graph, getenv)"

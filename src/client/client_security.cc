@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "common/env.h"
 #include "common/tenant_key.h"
 
 namespace kvpool::client {
@@ -20,8 +21,8 @@ Status ResolveTenant(const ClientOptions& options, rpc::ConnectOptions& connect)
   if (key.empty()) {
     // tenant_key_file, else $KVPOOL_TENANT_KEY_FILE, else $KVPOOL_TENANT_KEY.
     std::string file = options.tenant_key_file;
-    if (const char* env = std::getenv(kTenantKeyFileEnv); file.empty() && env != nullptr) {
-      file = env;
+    if (std::optional<std::string> env = GetEnv(kTenantKeyFileEnv); file.empty() && env) {
+      file = std::move(*env);
     }
     auto read = rpc::ReadSecret(file, rpc::kTenantKeyEnv, "tenant_key_file");
     if (!read.ok()) return read.status();

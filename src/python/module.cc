@@ -1,8 +1,11 @@
 // The extension module kvpool._kvpool. The package kvpool (python/kvpool/) re-exports it.
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <cstdlib>
 
+#include "client/client_config.h"
+#include "common/env.h"
 #include "common/log.h"
 #include "common/units.h"
 #include "python/errors.h"
@@ -16,8 +19,8 @@ namespace py = pybind11;
 PYBIND11_MODULE(_kvpool, m) {
   m.doc() = "kvpool: a distributed KV-cache store for LLM inference (C++ binding)";
   // The library logs through spdlog; quiet by default inside an engine, KVPOOL_LOG_LEVEL to tune.
-  const char* level = std::getenv("KVPOOL_LOG_LEVEL");
-  if (!kvpool::InitLogging(level != nullptr ? level : "warn", "python").ok()) {
+  std::string level = kvpool::GetEnv("KVPOOL_LOG_LEVEL").value_or("warn");
+  if (!kvpool::InitLogging(level, "python").ok()) {
     (void)kvpool::InitLogging("warn", "python");
   }
 
@@ -26,6 +29,24 @@ PYBIND11_MODULE(_kvpool, m) {
   kvpool::python::BindHostAllocator(m);
   kvpool::python::BindStore(m);
 
+  m.def(
+      "client_options",
+      [] {
+        py::list out;
+        for (const kvpool::ClientOptionDescriptor& d : kvpool::ClientOptionTable()) {
+          py::dict row;
+          row["name"] = std::string(d.name);
+          row["aliases"] = std::vector<std::string>(d.aliases.begin(), d.aliases.end());
+          row["kind"] = std::string(kvpool::OptionKindName(d.kind));
+          row["env"] = std::vector<std::string>(d.env.begin(), d.env.end());
+          row["default"] = kvpool::ClientOptionDefault(d);
+          row["doc"] = std::string(d.doc);
+          out.append(row);
+        }
+        return out;
+      },
+      "The client option table (client/client_config.h): one dict per ClientOptions field with "
+      "name, aliases, kind, env, default (as text) and doc.");
   m.def(
       "parse_size",
       [](const std::string& text, const std::string& what) {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "common/env.h"
 #include "python/conversions.h"
 #include "python/errors.h"
 #include "python/ssd_offload.h"
@@ -171,8 +172,8 @@ int Store::Setup(const SetupArgs& a) {
     if (!size.ok()) return Fail(size.status());
     ssd.size = *size;
   }
-  if (Status st =
-          ApplySsdOffload(ssd, std::getenv("MOONCAKE_OFFLOAD_FILE_STORAGE_PATH"), *segment, &o);
+  std::optional<std::string> env_path = GetEnv("MOONCAKE_OFFLOAD_FILE_STORAGE_PATH");
+  if (Status st = ApplySsdOffload(ssd, env_path ? env_path->c_str() : nullptr, *segment, &o);
       !st.ok()) {
     return Fail(st);
   }

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/env.h"
+
 namespace kvpool::rpc {
 namespace {
 
@@ -75,8 +77,8 @@ Result<std::string> ReadSecret(const std::string& file, const char* env, const c
     }
     return secret;
   }
-  if (const char* value = std::getenv(env); value != nullptr) {
-    secret = value;
+  if (std::optional<std::string> value = GetEnv(env)) {
+    secret = std::move(*value);
     DropTrailingNewlines(secret);
   }
   return secret;
