@@ -39,3 +39,16 @@ def test_setup_dict_unknown_key_names_the_closest_known_key():
     assert s.setup({"master_server_addr": "x:1", "segment_port": 70000}) == \
         ErrorCode.INVALID_PARAMS
     assert "segment_port" in kvpool.last_error()
+
+
+def test_config_env_names_of_shared_fields_come_from_the_table():
+    from kvpool import config
+    rows = {r["name"]: r for r in _kvpool.client_options()}
+    shared = [f for f in config.ENV_VARS if f in rows and rows[f]["env"]]
+    assert set(shared) >= {"master_server_address", "local_hostname", "global_segment_size",
+                           "protocol", "tenant_id", "verify_checksum", "tenant_key_file"}
+    for field in shared:
+        assert config.ENV_VARS[field] == rows[field]["env"][0], field
+    # SGLang-only fields stay config.py's own.
+    assert config.ENV_VARS["client_server_address"] == "MOONCAKE_CLIENT"
+    assert "client_server_address" not in rows
