@@ -264,6 +264,7 @@ int Store::SetupFromDict(const py::dict& config) {
         a.global_segment_size = py::reinterpret_borrow<py::object>(v);
       if (key == "local_buffer_size") a.local_buffer_size = py::reinterpret_borrow<py::object>(v);
       if (key == "protocol") a.protocol = v.cast<std::string>();
+      if (key == "engine") a.engine = py::reinterpret_borrow<py::object>(v);  // warns if not None
       if (key == "rdma_devices" || key == "device_name") a.rdma_devices = v.cast<std::string>();
       if (key == "master_server_address") a.master_server_addr = v.cast<std::string>();
       if (key == "enable_ssd_offload") a.enable_ssd_offload = v.cast<bool>();
