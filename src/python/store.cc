@@ -85,21 +85,14 @@ std::vector<T> Repeat(size_t n, T value) {
   return std::vector<T>(n, value);
 }
 
-// The keys setup(dict) takes besides the client option table (client/client_config.h): Mooncake
-// setup() arguments that are no ClientOptions field. Together with the table's names and aliases
-// they are the one list of keys setup(dict) accepts.
+// setup(dict)'s keys besides the client option table (client/client_config.h): Mooncake setup()
+// arguments that are no ClientOptions field (metadata service, staging buffer, NIC list alias
+// device_name, engine, HTTP server: unused or warned about; SSD offload: onto disk_path/size).
+// With the table's names and aliases they are the one list of keys setup(dict) accepts.
 constexpr std::array<std::string_view, 10> kPythonLayerKeys = {
-    "metadata_server",            // Mooncake's metadata service: kvpool finds nodes via the master
-    "local_buffer_size",          // Mooncake's staging buffer: copying calls need none
-    "rdma_devices",               // NIC list: TCP needs none
-    "device_name",                // Mooncake's name of rdma_devices
-    "engine",                     // a Mooncake transfer engine: not used (warns)
-    "enable_client_http_server",  // kvpool clients serve no HTTP (warns)
-    "client_http_port",
-    "enable_ssd_offload",  // Mooncake's SSD offload, mapped onto disk_path/disk_size
-    "ssd_offload_path",
-    "ssd_offload_size",
-};
+    "metadata_server",  "local_buffer_size",         "rdma_devices",     "device_name",
+    "engine",           "enable_client_http_server", "client_http_port", "enable_ssd_offload",
+    "ssd_offload_path", "ssd_offload_size"};
 
 // Table options SetupArgs carries as its own fields (Setup converts them from Python values);
 // every other table option reaches ClientOptions through SetupArgs::client_options.
@@ -109,8 +102,7 @@ constexpr std::array<std::string_view, 13> kSetupArgsOptions = {
     "tls_ca_file",        "tls_cert_file",       "tls_key_file",     "rpc_timeout_ms",
     "transfer_timeout_ms"};
 
-// A Python value as the text ApplyClientOption parses: bool as true/false, int in decimal, str
-// as is. Throws py::cast_error for anything else.
+// A bool, int or str as the text ApplyClientOption parses; py::cast_error for anything else.
 std::string OptionText(py::handle v) {
   if (py::isinstance<py::bool_>(v)) return v.cast<bool>() ? "true" : "false";
   if (py::isinstance<py::int_>(v)) return std::string(py::str(v));
