@@ -25,7 +25,7 @@ import logging
 import os
 from typing import Any, Dict, Mapping, Optional, Union
 
-from kvpool._kvpool import parse_size
+from kvpool._kvpool import client_options, parse_size
 
 logger = logging.getLogger("kvpool.config")
 
@@ -39,25 +39,35 @@ class KVPoolConfigError(ValueError):
     """A configuration value is missing or malformed; the message names it and the fix."""
 
 
-# field -> environment variable (SGLang's names; the last two are kvpool's).
+# Fields shared with the client option table (client/client_config.h, listed by
+# _kvpool.client_options()): their environment variable is the table's first one, whose name
+# is SGLang's. The other fields are SGLang's or kvpool-layer and keep their names here.
+_TABLE_ENV: Dict[str, str] = {row["name"]: row["env"][0] for row in client_options() if row["env"]}
+
+
+def _table_env(field: str) -> str:
+    return _TABLE_ENV[field]
+
+
+# field -> environment variable (SGLang's names; the last ones are kvpool's).
 ENV_VARS: Dict[str, str] = {
-    "local_hostname": "MOONCAKE_LOCAL_HOSTNAME",
+    "local_hostname": _table_env("local_hostname"),
     "metadata_server": "MOONCAKE_TE_META_DATA_SERVER",
-    "global_segment_size": "MOONCAKE_GLOBAL_SEGMENT_SIZE",
-    "protocol": "MOONCAKE_PROTOCOL",
+    "global_segment_size": _table_env("global_segment_size"),
+    "protocol": _table_env("protocol"),
     "device_name": "MOONCAKE_DEVICE",
-    "master_server_address": "MOONCAKE_MASTER",
+    "master_server_address": _table_env("master_server_address"),
     "master_metrics_port": "MOONCAKE_MASTER_METRICS_PORT",
     "check_server": "MOONCAKE_CHECK_SERVER",
     "standalone_storage": "MOONCAKE_STANDALONE_STORAGE",
     "client_server_address": "MOONCAKE_CLIENT",
     "enable_ssd_offload": "MOONCAKE_ENABLE_SSD_OFFLOAD",
     "ssd_offload_path": "MOONCAKE_OFFLOAD_FILE_STORAGE_PATH",
-    "tenant_id": "MOONCAKE_TENANT_ID",
+    "tenant_id": _table_env("tenant_id"),
     "standalone_allocator_mismatch": "KVPOOL_STANDALONE_ALLOCATOR_MISMATCH",
     "local_buffer_size": LOCAL_BUFFER_ENV,
-    "verify_checksum": "KVPOOL_VERIFY_CHECKSUM",
-    "tenant_key_file": "KVPOOL_TENANT_KEY_FILE",
+    "verify_checksum": _table_env("verify_checksum"),
+    "tenant_key_file": _table_env("tenant_key_file"),
     "ssd_offload_size": "KVPOOL_SSD_OFFLOAD_SIZE",
 }
 KVPOOL_ONLY_FIELDS = ("standalone_allocator_mismatch", "local_buffer_size", "verify_checksum",

@@ -10,3 +10,45 @@ def test_table_lists_fields_aliases_env_and_defaults():
     assert rows["global_segment_size"]["kind"] == "size"
     assert rows["rpc_timeout_ms"]["default"] == "5000"
     assert all(r["doc"] for r in rows.values())
+
+
+def test_setup_dict_takes_mooncake_alias_against_a_real_master(pool, uid):
+    from kvpool import KVPoolStore
+    import kvpool
+    s = KVPoolStore()
+    rc = s.setup({"master_server_address": pool.master_address, "global_segment_size": "16mb",
+                  "heartbeat_interval": 500})
+    assert rc == 0, kvpool.last_error()
+    assert s.put(f"{uid}-alias", b"through the table") == 0
+    assert s.get(f"{uid}-alias") == b"through the table"
+    s.close()
+
+
+def test_setup_dict_unknown_key_names_the_closest_known_key():
+    from kvpool import ErrorCode, KVPoolStore
+    import kvpool
+    s = KVPoolStore()
+    assert s.setup({"master_server_adress": "127.0.0.1:1"}) == ErrorCode.INVALID_PARAMS
+    assert "unknown key 'master_server_adress'" in kvpool.last_error()
+    assert "'master_server_address'" in kvpool.last_error()
+    # Python-layer keys (no ClientOptions field) are suggested too.
+    assert s.setup({"master_server_addr": "x:1", "ssd_ofload_path": "/tmp"}) == \
+        ErrorCode.INVALID_PARAMS
+    assert "'ssd_offload_path'" in kvpool.last_error()
+    # A table option setup(dict) has no field of its own goes through the table's validation.
+    assert s.setup({"master_server_addr": "x:1", "segment_port": 70000}) == \
+        ErrorCode.INVALID_PARAMS
+    assert "segment_port" in kvpool.last_error()
+
+
+def test_config_env_names_of_shared_fields_come_from_the_table():
+    from kvpool import config
+    rows = {r["name"]: r for r in _kvpool.client_options()}
+    shared = [f for f in config.ENV_VARS if f in rows and rows[f]["env"]]
+    assert set(shared) >= {"master_server_address", "local_hostname", "global_segment_size",
+                           "protocol", "tenant_id", "verify_checksum", "tenant_key_file"}
+    for field in shared:
+        assert config.ENV_VARS[field] == rows[field]["env"][0], field
+    # SGLang-only fields stay config.py's own.
+    assert config.ENV_VARS["client_server_address"] == "MOONCAKE_CLIENT"
+    assert "client_server_address" not in rows

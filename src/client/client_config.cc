@@ -199,17 +199,19 @@ const ClientOptionDescriptor* FindClientOption(std::string_view key) {
   return nullptr;
 }
 
-std::string_view ClosestClientOption(std::string_view key) {
+std::string_view ClosestClientOption(std::string_view key,
+                                     std::span<const std::string_view> extra) {
   std::string_view best;
   size_t best_distance = std::numeric_limits<size_t>::max();
+  auto consider = [&](std::string_view name) {
+    size_t dist = EditDistance(key, name);
+    if (dist < best_distance) best_distance = dist, best = name;
+  };
   for (const ClientOptionDescriptor& d : ClientOptionTable()) {
-    auto consider = [&](std::string_view name) {
-      size_t dist = EditDistance(key, name);
-      if (dist < best_distance) best_distance = dist, best = name;
-    };
     consider(d.name);
     for (std::string_view alias : d.aliases) consider(alias);
   }
+  for (std::string_view name : extra) consider(name);
   return best;
 }
 

@@ -50,7 +50,9 @@ std::span<const ClientOptionDescriptor> ClientOptionTable();
 const ClientOptionDescriptor* FindClientOption(std::string_view key);
 
 // The known name or alias closest to `key` (edit distance), for "did you mean" messages.
-std::string_view ClosestClientOption(std::string_view key);
+// `extra` adds keys a caller accepts beside the table (Python setup(dict)'s own keys).
+std::string_view ClosestClientOption(std::string_view key,
+                                     std::span<const std::string_view> extra = {});
 
 // Sets the option named `key` (name or alias) from its text form.
 // Errors: INVALID_PARAMS naming the key, the value and what is accepted; for an unknown key,

@@ -102,6 +102,12 @@ TEST(ClientConfig, UnknownKeySuggestsClosest) {
   EXPECT_NE(st.message().find("'global_segment_size'"), std::string::npos) << st.message();
 }
 
+TEST(ClientConfig, ClosestConsidersTheCallersExtraKeys) {
+  const std::string_view extra[] = {"ssd_offload_path"};
+  EXPECT_EQ(ClosestClientOption("ssd_ofload_path", extra), "ssd_offload_path");
+  EXPECT_EQ(ClosestClientOption("master_server_adress", extra), "master_server_address");
+}
+
 TEST(ClientConfig, EnvironmentThroughInjectedLookup) {
   std::map<std::string, std::string> env = {{"MOONCAKE_MASTER", "etcd://e:2379"},
                                             {"LOCAL_HOSTNAME", "h2"},

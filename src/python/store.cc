@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdlib>
-#include <set>
 
+#include "client/client_config.h"
 #include "common/env.h"
 #include "python/conversions.h"
 #include "python/errors.h"
@@ -81,6 +83,31 @@ int Fail(const Status& st) {
 template <typename T>
 std::vector<T> Repeat(size_t n, T value) {
   return std::vector<T>(n, value);
+}
+
+// setup(dict)'s keys besides the client option table (client/client_config.h): Mooncake setup()
+// arguments that are no ClientOptions field (metadata service, staging buffer, NIC list alias
+// device_name, engine, HTTP server: unused or warned about; SSD offload: onto disk_path/size).
+// With the table's names and aliases they are the one list of keys setup(dict) accepts.
+constexpr std::array<std::string_view, 10> kPythonLayerKeys = {
+    "metadata_server",  "local_buffer_size",         "rdma_devices",     "device_name",
+    "engine",           "enable_client_http_server", "client_http_port", "enable_ssd_offload",
+    "ssd_offload_path", "ssd_offload_size"};
+
+// Table options SetupArgs carries as its own fields (Setup converts them from Python values);
+// every other table option reaches ClientOptions through SetupArgs::client_options.
+constexpr std::array<std::string_view, 13> kSetupArgsOptions = {
+    "local_hostname",     "global_segment_size", "protocol",         "master_server_address",
+    "tenant_id",          "verify_checksum",     "auth_secret_file", "tenant_key_file",
+    "tls_ca_file",        "tls_cert_file",       "tls_key_file",     "rpc_timeout_ms",
+    "transfer_timeout_ms"};
+
+// A bool, int or str as the text ApplyClientOption parses; py::cast_error for anything else.
+std::string OptionText(py::handle v) {
+  if (py::isinstance<py::bool_>(v)) return v.cast<bool>() ? "true" : "false";
+  if (py::isinstance<py::int_>(v)) return std::string(py::str(v));
+  if (py::isinstance<py::str>(v)) return v.cast<std::string>();
+  throw py::cast_error("not a bool, int or str");
 }
 
 }  // namespace
@@ -186,6 +213,9 @@ int Store::Setup(const SetupArgs& a) {
   o.tls_ca_file = a.tls_ca_file;
   o.tls_cert_file = a.tls_cert_file;
   o.tls_key_file = a.tls_key_file;
+  for (const auto& [key, text] : a.client_options) {
+    if (Status st = ApplyClientOption(key, text, o); !st.ok()) return Fail(st);
+  }
   // metadata_server, rdma_devices and local_buffer_size have no role here: nodes are found
   // through the master, TCP needs no NIC list, and copying calls need no staging buffer in
   // embedded mode.
@@ -198,29 +228,6 @@ int Store::Setup(const SetupArgs& a) {
 }
 
 int Store::SetupFromDict(const py::dict& config) {
-  static const std::set<std::string> kKnown = {"local_hostname",
-                                               "metadata_server",
-                                               "global_segment_size",
-                                               "local_buffer_size",
-                                               "protocol",
-                                               "rdma_devices",
-                                               "device_name",
-                                               "master_server_addr",
-                                               "master_server_address",
-                                               "enable_ssd_offload",
-                                               "ssd_offload_path",
-                                               "ssd_offload_size",
-                                               "tenant_id",
-                                               "enable_client_http_server",
-                                               "client_http_port",
-                                               "verify_checksum",
-                                               "auth_secret_file",
-                                               "tenant_key_file",
-                                               "tls_ca_file",
-                                               "tls_cert_file",
-                                               "tls_key_file",
-                                               "rpc_timeout_ms",
-                                               "transfer_timeout_ms"};
   SetupArgs a;
   a.local_hostname = "localhost";
   a.metadata_server = "P2PHANDSHAKE";
@@ -231,11 +238,17 @@ int Store::SetupFromDict(const py::dict& config) {
   for (auto item : config) {
     std::string key = py::str(item.first);
     py::handle v = item.second;
-    if (!kKnown.contains(key)) {
-      return Fail(Status(ErrorCode::INVALID_PARAMS,
-                         fmt::format("setup(config): unknown key '{}'; known keys: {}", key,
-                                     fmt::join(kKnown, ", "))));
+    const ClientOptionDescriptor* option = FindClientOption(key);
+    if (option == nullptr && std::ranges::find(kPythonLayerKeys, key) == kPythonLayerKeys.end()) {
+      return Fail(Status(
+          ErrorCode::INVALID_PARAMS,
+          fmt::format("setup(config): unknown key '{}'; did you mean '{}'? (the client options "
+                      "are listed by kvpool._kvpool.client_options())",
+                      key, ClosestClientOption(key, kPythonLayerKeys))));
     }
+    // Table aliases (Mooncake's names) are handled under the option's own name.
+    const std::string given = key;
+    if (option != nullptr) key = option->name;
     try {
       if (key == "local_hostname") a.local_hostname = v.cast<std::string>();
       if (key == "metadata_server") a.metadata_server = v.cast<std::string>();
@@ -243,10 +256,9 @@ int Store::SetupFromDict(const py::dict& config) {
         a.global_segment_size = py::reinterpret_borrow<py::object>(v);
       if (key == "local_buffer_size") a.local_buffer_size = py::reinterpret_borrow<py::object>(v);
       if (key == "protocol") a.protocol = v.cast<std::string>();
+      if (key == "engine") a.engine = py::reinterpret_borrow<py::object>(v);  // warns if not None
       if (key == "rdma_devices" || key == "device_name") a.rdma_devices = v.cast<std::string>();
-      if (key == "master_server_addr" || key == "master_server_address") {
-        a.master_server_addr = v.cast<std::string>();
-      }
+      if (key == "master_server_address") a.master_server_addr = v.cast<std::string>();
       if (key == "enable_ssd_offload") a.enable_ssd_offload = v.cast<bool>();
       if (key == "ssd_offload_path") a.ssd_offload_path = v.cast<std::string>();
       if (key == "ssd_offload_size") a.ssd_offload_size = py::reinterpret_borrow<py::object>(v);
@@ -263,10 +275,14 @@ int Store::SetupFromDict(const py::dict& config) {
       if (key == "transfer_timeout_ms") {
         a.transfer_timeout_ms = py::reinterpret_borrow<py::object>(v);
       }
+      if (option != nullptr &&
+          std::ranges::find(kSetupArgsOptions, key) == kSetupArgsOptions.end()) {
+        a.client_options.emplace_back(key, OptionText(v));
+      }
     } catch (const py::cast_error&) {
-      return Fail(Status(
-          ErrorCode::INVALID_PARAMS,
-          fmt::format("setup(config): '{}'={} has the wrong type", key, std::string(py::repr(v)))));
+      return Fail(
+          Status(ErrorCode::INVALID_PARAMS, fmt::format("setup(config): '{}'={} has the wrong type",
+                                                        given, std::string(py::repr(v)))));
     }
   }
   if (a.master_server_addr.empty()) {

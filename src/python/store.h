@@ -58,6 +58,9 @@ struct SetupArgs {
   pybind11::object transfer_timeout_ms = pybind11::none();
   // kvpool's size of the SSD-offload disk tier (None: 4 x global_segment_size).
   pybind11::object ssd_offload_size = pybind11::none();
+  // Other client option table keys (client/client_config.h) as key=text, applied in order
+  // through ApplyClientOption after the fields above.
+  std::vector<std::pair<std::string, std::string>> client_options;
 };
 
 class Store {
