@@ -15,6 +15,7 @@
 
 #include "fuzz_input.h"
 #include "transfer/data_service.h"
+#include "transfer/read_trailer.h"
 
 using namespace kvpool;
 
@@ -133,10 +134,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(req.segment_incarnation() == segment->incarnation());
   const uint8_t* base = segment->base();
   if (method == rpc::READ) {
-    FUZZ_CHECK(static_cast<int>(reply.payload.size()) == req.ranges_size());
-    for (const auto& b : reply.payload) {
+    // One buffer per range, inside the segment; then, when asked for, the good status trailer.
+    const int trailer = req.status_trailer() ? 1 : 0;
+    FUZZ_CHECK(static_cast<int>(reply.payload.size()) == req.ranges_size() + trailer);
+    for (int i = 0; i < req.ranges_size(); ++i) {
+      const auto& b = reply.payload[i];
       auto p = static_cast<const uint8_t*>(b.data());
       FUZZ_CHECK(b.size() == 0 || (p >= base && p + b.size() <= base + segment->size()));
+    }
+    if (trailer != 0) {
+      const auto& t = reply.payload.back();
+      FUZZ_CHECK(t.size() == transfer::ReadTrailer::kBytes &&
+                 std::memcmp(t.data(), transfer::kGoodReadTrailer.data(), t.size()) == 0);
     }
   } else {
     FUZZ_CHECK(method == rpc::WRITE);
