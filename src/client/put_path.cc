@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <thread>
+
 #include "client/client_impl.h"
 #include "client/replicate_config_proto.h"
 #include "client/transfer_plan.h"
@@ -54,6 +56,7 @@ std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
     for (size_t i : sent) results[i] = started.status();
     return results;
   }
+  RetryOffloadPending(items, sent, config, upsert, limit, &*started);
 
   TransferPlan plan(&transfer_workers_);
   std::vector<size_t> written;  // objects with replicas to write
@@ -109,6 +112,36 @@ std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
     }
   }
   return results;
+}
+
+void ClientImpl::RetryOffloadPending(const std::vector<master::MasterClient::PutItem>& items,
+                                     const std::vector<size_t>& indices,
+                                     const ReplicateConfig& config, bool upsert, Deadline limit,
+                                     rpc::PutStartReply* reply) {
+  constexpr Clock::duration kMaxDelay = std::chrono::milliseconds(20);
+  const Deadline until = RpcDeadline(limit);
+  Clock::duration delay = std::chrono::milliseconds(1);
+  for (;;) {
+    std::vector<int> waiting;  // positions in `items`
+    for (int k = 0; k < reply->results_size(); ++k) {
+      if (reply->results(k).offload_pending()) waiting.push_back(k);
+    }
+    if (waiting.empty() || Clock::now() + delay >= until) return;
+    std::this_thread::sleep_for(delay);
+    delay = std::min(delay * 2, kMaxDelay);
+    std::vector<master::MasterClient::PutItem> again;
+    std::vector<size_t> again_indices;
+    for (int k : waiting) {
+      again.push_back(items[k]);
+      again_indices.push_back(indices[k]);
+    }
+    auto r = master_->PutStart(again, ToProto(ConfigForKeys(config, again_indices)), upsert,
+                               RpcDeadline(limit), options_.local_hostname);
+    if (!r.ok() || r->results_size() != static_cast<int>(again.size())) return;  // as refused
+    for (size_t j = 0; j < waiting.size(); ++j) {
+      *reply->mutable_results(waiting[j]) = std::move(*r->mutable_results(static_cast<int>(j)));
+    }
+  }
 }
 
 }  // namespace kvpool::client

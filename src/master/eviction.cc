@@ -81,7 +81,23 @@ bool Evictor::IsCandidate(const Object& o, const Pass& pass) const {
   // Only on a disk tier: that tier's host evicts it, never the master.
   if (!HasTier(o.replicas(), kTierDram)) return false;
   if (pass.on_disk && HasTier(o.replicas(), kTierDisk) != *pass.on_disk) return false;
-  return !pass.segment || HasReplicaOn(o, *pass.segment);
+  if (pass.segment && !HasReplicaOn(o, *pass.segment)) return false;
+  if (OffloadPending(o, pass)) {
+    ++offload_pending_;
+    return false;
+  }
+  return true;
+}
+
+bool Evictor::OffloadPending(const Object& o, const Pass& pass) const {
+  if (pass.disk_backed == nullptr || o.last_access_ns() <= pass.offload_after_ns) return false;
+  if (HasTier(o.replicas(), kTierDisk)) return false;
+  for (const ReplicaRef& rep : o.replicas()) {
+    if (std::binary_search(pass.disk_backed->begin(), pass.disk_backed->end(), rep.segment_id)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 int64_t Evictor::EstimateCutoff(const Pass& pass, uint64_t target) {
@@ -229,20 +245,31 @@ EvictionResult Evictor::Evict(uint64_t target_bytes, std::optional<uint64_t> seg
   if (min_idle_ns > 0 && young_too) {
     classes.push_back({std::nullopt, std::numeric_limits<int64_t>::max()});
   }
-  // Demotions first where a disk tier could have the object: {true} then everyone.
+  // Demotions first where a disk tier could have the object: {true} then everyone (but those
+  // whose copy to disk is pending).
   std::vector<std::optional<bool>> disk_first = {std::nullopt};
-  if (!tenant && registry_->AnyDiskTier()) disk_first.insert(disk_first.begin(), true);
+  std::vector<uint64_t> disk_backed;
+  if (!tenant && registry_->AnyDiskTier()) {
+    disk_first.insert(disk_first.begin(), true);
+    if (offload_wait_ns_ > 0) disk_backed = registry_->DramSegmentsWithDiskTier();
+  }
+  offload_pending_ = 0;
   for (bool soft : {false, true}) {
     for (const std::optional<bool>& on_disk : disk_first) {
       for (const Class& c : classes) {
         if (total.bytes >= target_bytes) break;
         Pass pass{soft, segment, now_ns, tenant, c.asked, c.idle_at_most_ns, on_disk};
+        if (!disk_backed.empty()) {
+          pass.offload_after_ns = now_ns - offload_wait_ns_;
+          pass.disk_backed = &disk_backed;
+        }
         EvictionResult r = EvictClass(pass, target_bytes - total.bytes);
         total.objects += r.objects;
         total.bytes += r.bytes;
       }
     }
   }
+  total.offload_pending = offload_pending_;
   evicted_total_.fetch_add(total.objects, std::memory_order_relaxed);
   evicted_bytes_total_.fetch_add(total.bytes, std::memory_order_relaxed);
   if (total.objects > 0) {

@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -42,12 +43,18 @@ ObjectPtr WithReplicas(const Object& o, std::span<const ReplicaRef> replicas);
 struct EvictionResult {
   uint64_t objects = 0;  // objects removed
   uint64_t bytes = 0;    // replica bytes freed (on the target segment when one was given)
+  // Candidates left alone because their copy to a disk tier is pending (a retry may find them
+  // evictable once it has landed).
+  uint64_t offload_pending = 0;
 };
 
 class Evictor {
  public:
-  // Both must outlive the evictor.
-  Evictor(ObjectTable* table, SegmentRegistry* registry) : table_(table), registry_(registry) {}
+  // Both must outlive the evictor. `offload_wait_ns` (0: off): an object on a DRAM segment
+  // with a disk tier below it, not on that disk yet, put or read within this long, is not a
+  // candidate (its copy is pending: evicting it would lose it); counted as offload_pending.
+  Evictor(ObjectTable* table, SegmentRegistry* registry, int64_t offload_wait_ns = 0)
+      : table_(table), registry_(registry), offload_wait_ns_(offload_wait_ns) {}
 
   // Frees at least `target_bytes` of replica space, or all it can. With `segment`, only objects
   // with a replica on that segment are candidates and only bytes freed there count. An evicted
@@ -85,7 +92,12 @@ class Evictor {
     std::optional<bool> asked;  // only objects asked for (or not) since written; any: nullopt
     int64_t idle_at_most_ns;    // only objects whose last access is at or before this
     std::optional<bool> on_disk = std::nullopt;  // only objects with (or without) a disk replica
+    // Objects not on disk, accessed after this, on one of these segments (ascending) are spared.
+    int64_t offload_after_ns = std::numeric_limits<int64_t>::max();
+    const std::vector<uint64_t>* disk_backed = nullptr;
   };
+  // True when `o` is spared under `pass`'s offload wait.
+  bool OffloadPending(const Object& o, const Pass& pass) const;
   bool IsCandidate(const Object& o, const Pass& pass) const;
   // Step 1: the last_access at or below which candidates hold about `target` bytes.
   int64_t EstimateCutoff(const Pass& pass, uint64_t target);
@@ -111,7 +123,9 @@ class Evictor {
 
   ObjectTable* const table_;
   SegmentRegistry* const registry_;
-  std::mutex mu_;  // serialises evictions
+  const int64_t offload_wait_ns_;
+  std::mutex mu_;                         // serialises evictions
+  mutable uint64_t offload_pending_ = 0;  // guarded by mu_: spared in the running Evict
   std::atomic<uint64_t> evicted_total_{0};
   std::atomic<uint64_t> evicted_bytes_total_{0};
   std::atomic<uint64_t> demoted_total_{0};

@@ -71,7 +71,7 @@ MasterCore::MasterCore(const MasterOptions& options, uint64_t epoch)
       release_ns_(Nanos(options.put_start_release_timeout_sec)),
       strategy_(StrategyOf(options)),
       registry_(options.allocation_alignment),
-      evictor_(&table_, &registry_),
+      evictor_(&table_, &registry_, Nanos(options.disk_offload_wait)),
       leases_(RandomEpoch() >> 1) {}
 
 Result<rpc::PingReply> MasterCore::Ping(const rpc::Ping& req, TimePoint now) {
@@ -169,10 +169,10 @@ Result<rpc::PutStartReply> MasterCore::PutStart(const rpc::PutStart& req, TimePo
   KVPOOL_RETURN_IF_ERROR(ValidateGroupIds(req));
   rpc::PutStartReply reply;
   reply.mutable_results()->Reserve(req.items_size());
-  bool may_evict = true;
+  BatchEviction eviction;
   for (int i = 0; i < req.items_size(); ++i) {
     std::string_view group = cfg.group_ids_size() > 0 ? cfg.group_ids(i) : std::string_view();
-    *reply.add_results() = PutOne(req.items(i), ctx, &may_evict, group);
+    *reply.add_results() = PutOne(req.items(i), ctx, &eviction, group);
   }
   return reply;
 }
@@ -212,7 +212,7 @@ bool MasterCore::GroupIsFullFor(ObjectTable::Shard& shard, std::string_view key,
 }
 
 rpc::PutStartResult MasterCore::PutOne(const rpc::PutItem& item, const PutContext& ctx,
-                                       bool* may_evict, std::string_view group_id) {
+                                       BatchEviction* eviction, std::string_view group_id) {
   rpc::PutStartResult out;
   Status st = ValidateKey(item.key());
   if (!st.ok()) {
@@ -267,7 +267,7 @@ rpc::PutStartResult MasterCore::PutOne(const rpc::PutItem& item, const PutContex
     }
     // No space. Evict (outside the shard lock: eviction takes every shard's) and retry once,
     // unless an eviction of this batch already found nothing to free.
-    if (attempt >= kPutEvictionAttempts || !*may_evict) break;
+    if (attempt >= kPutEvictionAttempts || !eviction->may_evict) break;
     if (!registry_.AnyAccepting()) {
       // Every segment is restoring (a master restart) or draining: room made by eviction could
       // not be used, and evicting would destroy objects that are about to be readable again.
@@ -290,11 +290,21 @@ rpc::PutStartResult MasterCore::PutOne(const rpc::PutItem& item, const PutContex
     EvictionResult r = evictor_.Evict(std::max(need, ratio_bytes), std::nullopt, ctx.now_ns,
                                       std::nullopt, Nanos(options_.eviction_min_age),
                                       /*young_too=*/true);
-    if (r.objects == 0) *may_evict = false;
+    if (r.objects == 0) eviction->may_evict = false;
+    if (r.offload_pending > 0) eviction->offload_pending = true;
   }
   if (over_quota > 0) {
     Refuse(RefusalReason::kTenantQuota);
     SetQuotaExceeded(item, tenant, *quota, /*whole=*/false, &out);
+    return out;
+  }
+  if (eviction->offload_pending) {
+    Refuse(RefusalReason::kOffloadPending);
+    SetResult(&out, ErrorCode::NO_AVAILABLE_HANDLE,
+              fmt::format("key={} size={}: the pool is full of objects still being copied to "
+                          "their node's disk tier (asked again shortly, room will be made)",
+                          item.key(), item.size()));
+    out.set_offload_pending(true);
     return out;
   }
   Refuse(RefusalReason::kLeasedOrPinned);
@@ -731,6 +741,7 @@ rpc::StatReply MasterCore::Stat() const {
   reply.set_refused_leased_or_pinned(refused(RefusalReason::kLeasedOrPinned));
   reply.set_refused_tenant_quota(refused(RefusalReason::kTenantQuota));
   reply.set_refused_no_segment(refused(RefusalReason::kNoSegment));
+  reply.set_refused_offload_pending(refused(RefusalReason::kOffloadPending));
   return reply;
 }
 

@@ -75,9 +75,10 @@ struct ClientInfo {
 enum class RefusalReason : uint8_t {
   kLeasedOrPinned = 0,  // pool full; everything evictable is leased, hard-pinned or pending
   kTenantQuota = 1,
-  kNoSegment = 2,  // none mounted, none accepting, or the object is larger than every segment
+  kNoSegment = 2,       // none mounted, none accepting, or the object is larger than every segment
+  kOffloadPending = 3,  // full of objects whose copy to a disk tier is pending (retried)
 };
-inline constexpr size_t kRefusalReasons = 3;
+inline constexpr size_t kRefusalReasons = 4;
 
 struct HousekeepingReport {
   size_t dead_clients = 0;
@@ -278,8 +279,14 @@ class MasterCore {
   // TENANT_QUOTA_EXCEEDED for `item`: above the `whole` quota, or nothing left to evict.
   void SetQuotaExceeded(const rpc::PutItem& item, std::string_view tenant, uint64_t quota,
                         bool whole, rpc::PutStartResult* out) const;
-  rpc::PutStartResult PutOne(const rpc::PutItem& item, const PutContext& ctx, bool* may_evict,
-                             std::string_view group_id);
+  // What the puts of one PUT_START learnt of eviction: once one found nothing to free, the rest
+  // do not try again; whether room is held by objects waiting for a disk tier.
+  struct BatchEviction {
+    bool may_evict = true;
+    bool offload_pending = false;
+  };
+  rpc::PutStartResult PutOne(const rpc::PutItem& item, const PutContext& ctx,
+                             BatchEviction* eviction, std::string_view group_id);
   // INVALID_PARAMS unless config.group_ids is empty or one non-empty id (<= 4 KiB) per item.
   static Status ValidateGroupIds(const rpc::PutStart& req);
   // Under the key's shard lock: the object of `key` joins `group` (ObjectGroups::Scoped)

@@ -237,13 +237,16 @@ void MasterMetrics::RenderPool(metrics::TextWriter& w, const PoolGauges& pool) c
   w.Family("kvpool_master_put_refused_total", "counter",
            "Put items refused for lack of room, by reason (leased_or_pinned: the pool is full "
            "and nothing evictable; tenant_quota; no_segment: none mounted, none accepting, or "
-           "larger than every segment).");
+           "larger than every segment; offload_pending: full of objects not yet copied to their "
+           "node's disk tier, the client asks again).");
   w.Sample("kvpool_master_put_refused_total", {Label{"reason", "leased_or_pinned"}},
            s.refused_leased_or_pinned());
   w.Sample("kvpool_master_put_refused_total", {Label{"reason", "tenant_quota"}},
            s.refused_tenant_quota());
   w.Sample("kvpool_master_put_refused_total", {Label{"reason", "no_segment"}},
            s.refused_no_segment());
+  w.Sample("kvpool_master_put_refused_total", {Label{"reason", "offload_pending"}},
+           s.refused_offload_pending());
   w.WriteGauge("kvpool_master_start_time_seconds", "When the master started, in Unix seconds.",
                pool.start_unix_seconds);
   w.Family("kvpool_master_info", "gauge", "Constant 1, labelled with the master's epoch.");

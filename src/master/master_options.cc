@@ -59,6 +59,8 @@ void AddMasterFlags(CLI::App& app, MasterOptions& o) {
       ->capture_default_str();
   AddDuration(app, "--eviction_min_age_ms", o.eviction_min_age,
               "watermark eviction spares objects touched this recently (ms; 0: off)");
+  AddDuration(app, "--disk_offload_wait_ms", o.disk_offload_wait,
+              "eviction spares objects waiting for their node's disk tier this long (ms; 0: off)");
   AddDuration(app, "--default_kv_lease_ttl", o.default_kv_lease_ttl, "read lease in milliseconds");
   AddDuration(app, "--client_ttl", o.client_ttl, "seconds of silence after which a client is dead");
   AddDuration(app, "--put_start_discard_timeout_sec", o.put_start_discard_timeout_sec,
@@ -176,6 +178,10 @@ Status ValidateMasterOptions(const MasterOptions& o) {
   using std::chrono::hours;
   if (o.eviction_min_age < std::chrono::milliseconds(0) || o.eviction_min_age > hours(1)) {
     return Bad("eviction_min_age_ms", std::to_string(o.eviction_min_age.count()),
+               "0..3600000 milliseconds");
+  }
+  if (o.disk_offload_wait < std::chrono::milliseconds(0) || o.disk_offload_wait > hours(1)) {
+    return Bad("disk_offload_wait_ms", std::to_string(o.disk_offload_wait.count()),
                "0..3600000 milliseconds");
   }
   auto lease = o.default_kv_lease_ttl;

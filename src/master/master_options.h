@@ -38,6 +38,12 @@ struct MasterOptions {
   // a put that needs room evicts them too, last. Flag --eviction_min_age_ms. Default 2000 ms;
   // range 0 (off) .. 1 h.
   std::chrono::milliseconds eviction_min_age{2000};
+  // Eviction spares an object on a DRAM segment with a disk tier below it while its copy to
+  // that disk is pending, for at most this long after it was put or last read: evicting it
+  // would lose it, so a put that finds only such objects is asked to retry
+  // (PutStartResult.offload_pending) and the puts run at the disk's speed. Flag
+  // --disk_offload_wait_ms. Default 10000 ms; range 0 (off) .. 1 h.
+  std::chrono::milliseconds disk_offload_wait{10000};
   // Read lease granted by GetReplicaList. Flag --default_kv_lease_ttl, in milliseconds like
   // Mooncake's. Default 10000 ms; range 1 ms .. 1 h.
   std::chrono::milliseconds default_kv_lease_ttl{10000};

@@ -389,6 +389,21 @@ Result<uint64_t> SegmentRegistry::OwnSegment(std::string_view name, std::string_
   return it->second->id;
 }
 
+std::vector<uint64_t> SegmentRegistry::DramSegmentsWithDiskTier() const {
+  std::shared_lock lock(map_mu_);
+  std::vector<uint64_t> out;
+  for (const auto& [name, seg] : by_name_) {
+    if (seg->tier != kTierDram) continue;
+    auto disk = by_name_.find(name + "#disk");
+    if (disk != by_name_.end() && disk->second->tier == kTierDisk &&
+        disk->second->client_id == seg->client_id) {
+      out.push_back(seg->id);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 bool SegmentRegistry::AnyDiskTier() const {
   std::shared_lock lock(map_mu_);
   for (const auto& [id, seg] : by_id_) {

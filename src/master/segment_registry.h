@@ -189,6 +189,9 @@ class SegmentRegistry {
   void CountDiskReplica(uint64_t segment_id, uint64_t object_size, bool added);
   // True when some disk-tier segment is mounted.
   bool AnyDiskTier() const;
+  // The DRAM segments with a disk tier below them (a disk segment "<name>#disk" of the same
+  // client), ascending.
+  std::vector<uint64_t> DramSegmentsWithDiskTier() const;
   // The tier of segment `segment_id` (kTierDram for a stale id).
   uint32_t TierOf(uint64_t segment_id) const;
 

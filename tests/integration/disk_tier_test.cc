@@ -91,6 +91,28 @@ uint64_t WaitForDiskReplicas(Client& c, uint64_t n, milliseconds timeout) {
   return have;
 }
 
+// Runs fio in `dir` (1 MiB O_DIRECT io_uring I/O at queue depth 32, the node's) with `args`
+// added; returns the bandwidth in MB/s of what it read, or else of what it wrote (0 when fio
+// failed).
+double FioMBs(const std::string& dir, std::vector<std::string> args) {
+  args.insert(args.end(), {"--directory=" + dir, "--bs=1M", "--direct=1", "--ioengine=io_uring",
+                           "--iodepth=32", "--output-format=terse", "--terse-version=3"});
+  auto fio = RunCommand("/usr/bin/fio", args, std::chrono::seconds(60));
+  if (fio.exit_code != 0) return 0;
+  std::vector<std::string> f;
+  size_t start = 0;
+  for (size_t i = 0; i <= fio.output.size(); ++i) {
+    if (i == fio.output.size() || fio.output[i] == ';') {
+      f.push_back(fio.output.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  // terse v3, 1-based: field 7 is the read bandwidth in KiB/s, field 48 the write bandwidth.
+  double read = f.size() > 6 ? std::stod(f[6]) : 0;
+  double write = f.size() > 47 ? std::stod(f[47]) : 0;
+  return (read > 0 ? read : write) * 1024 / 1e6;
+}
+
 ClientOptions Quick() {
   ClientOptions o;
   o.rpc_timeout = milliseconds(3000);
@@ -339,29 +361,83 @@ TEST(DiskTierTest, DiskReadThroughputAgainstFio) {
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(wrong, 0);
   double ours = static_cast<double>(bytes) / s / 1e6;
-  auto fio = RunCommand(
-      "/usr/bin/fio",
-      {"--name=randread", "--directory=" + p.dir.path(), "--filename=fio.dat", "--size=256M",
-       "--rw=randread", "--bs=1M", "--direct=1", "--ioengine=io_uring", "--iodepth=32",
-       "--runtime=2", "--time_based", "--output-format=terse", "--terse-version=3"},
-      std::chrono::seconds(60));
-  double fio_mbs = 0;
-  if (fio.exit_code == 0) {
-    // terse v3: field 7 (1-based) is the read bandwidth in KiB/s.
-    std::vector<std::string> f;
-    size_t start = 0;
-    for (size_t i = 0; i <= fio.output.size(); ++i) {
-      if (i == fio.output.size() || fio.output[i] == ';') {
-        f.push_back(fio.output.substr(start, i - start));
-        start = i + 1;
-      }
-    }
-    if (f.size() > 6) fio_mbs = std::stod(f[6]) * 1024 / 1e6;
-  }
+  double fio_mbs = FioMBs(p.dir.path(), {"--name=randread", "--filename=fio.dat", "--size=256M",
+                                         "--rw=randread", "--runtime=2", "--time_based"});
   std::printf(
       "disk-tier reads of 128 x 1 MiB batches: %.0f MB/s; fio randread 1 MiB qd 32: "
       "%.0f MB/s; ratio %.2f\n",
       ours, fio_mbs, fio_mbs > 0 ? ours / fio_mbs : 0.0);
+}
+
+// Puts of 128 x 1 MiB batches into a DRAM tier that is full, so every object put is offloaded
+// and an older one evicted, against fio's sequential 1 MiB O_DIRECT writes (with a final
+// fsync: our copies are durable too) on the same file system in the same run. The rate is
+// that of objects becoming durable on disk: the clock stops when the master lists the last
+// one there. Asserts exact bytes and that (almost) nothing was lost to eviction ahead of its
+// copy; prints the figures (docs/benchmarks.md, "Disk tier").
+TEST(DiskTierTest, PutsIntoFullDramAgainstFio) {
+  DiskPool p("256MB", "2GB");
+  ASSERT_NE(p.client, nullptr);
+  Client& c = *p.client;
+  constexpr size_t kMiB = 1 << 20;
+  constexpr int kFill = 256, kTimed = 1024;  // 256 MB fill the DRAM tier; 1 GB timed
+  // 128 distinct payloads made once (making bytes costs more CPU than putting them); object i
+  // is payload i % 128 with i in its first 8 bytes, so every object's bytes are its own.
+  std::vector<std::vector<uint8_t>> payloads;
+  for (int i = 0; i < kBatch; ++i)
+    payloads.push_back(ObjectBytes("payload" + std::to_string(i), 1, kMiB));
+  auto key = [](int i) { return "full-" + std::to_string(i); };
+  auto stamp = [&](int i) {
+    std::vector<uint8_t>& v = payloads[i % kBatch];
+    uint64_t n = static_cast<uint64_t>(i);
+    std::memcpy(v.data(), &n, sizeof n);
+    return std::span<const uint8_t>(v);
+  };
+  auto put = [&](int first, int last) {
+    int ok = 0;
+    for (int b = first; b < last; b += kBatch) {
+      std::vector<std::string> keys;
+      std::vector<std::span<const uint8_t>> spans;
+      for (int i = b; i < std::min(last, b + kBatch); ++i) {
+        keys.push_back(key(i));
+        spans.push_back(stamp(i));
+      }
+      for (const Status& st : c.BatchPut(keys, spans, ReplicateConfig{})) ok += st.ok() ? 1 : 0;
+    }
+    return ok;
+  };
+  ASSERT_EQ(put(0, kFill), kFill);
+  ASSERT_GE(WaitForDiskReplicas(c, kFill, milliseconds(20000)), static_cast<uint64_t>(kFill));
+  auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(put(kFill, kFill + kTimed), kTimed);
+  uint64_t on_disk = WaitForDiskReplicas(c, kFill + kTimed, milliseconds(60000));
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double ours = kTimed * static_cast<double>(kMiB) / s / 1e6;
+  // Every object read back (not timed): exact, or missing if evicted before its copy.
+  int exact = 0, wrong = 0;
+  for (int b = 0; b < kFill + kTimed; b += kBatch) {
+    std::vector<std::string> keys;
+    for (int i = b; i < b + kBatch; ++i) keys.push_back(key(i));
+    auto got = c.BatchGet(keys);
+    for (int k = 0; k < kBatch; ++k) {
+      if (!got[k].ok()) continue;
+      std::span<const uint8_t> want = stamp(b + k);
+      if (got[k]->size() == want.size() && std::memcmp(got[k]->data(), want.data(), kMiB) == 0) {
+        ++exact;
+      } else {
+        ++wrong;
+      }
+    }
+  }
+  double fio_mbs = FioMBs(p.dir.path(), {"--name=seqwrite", "--filename=fio.dat", "--size=1G",
+                                         "--rw=write", "--end_fsync=1"});
+  std::printf(
+      "puts of 128 x 1 MiB into a full DRAM tier, until durable on disk: %.0f MB/s; fio seq "
+      "write 1 MiB qd 32: %.0f MB/s; ratio %.2f (on disk %llu, read back exact %d/%d)\n",
+      ours, fio_mbs, fio_mbs > 0 ? ours / fio_mbs : 0.0, static_cast<unsigned long long>(on_disk),
+      exact, kFill + kTimed);
+  EXPECT_EQ(wrong, 0);
+  EXPECT_GE(exact, (kFill + kTimed) * 99 / 100);
 }
 
 // kill -9 while the offloader is writing: after the restart nothing half-written is served
