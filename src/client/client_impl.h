@@ -117,14 +117,12 @@ class ClientImpl : public HostedClient {
   std::vector<Status> PutBatch(const std::vector<std::string>& keys,
                                const std::vector<Buffers>& sources, const ReplicateConfig& config,
                                bool upsert, Deadline limit);
-  // The results of `reply` (PUT_START of `items`, keys `indices` of the batch) refused because
-  // the pool's room is held by objects whose copy to a disk tier is pending are asked for
-  // again, backing off from 1 to 20 ms, until rpc_timeout (or `limit`) has passed: puts into a
-  // pool full of such objects then run at the disk tier's speed instead of failing, and nothing
-  // is evicted before it is on disk. What is still refused then stays NO_AVAILABLE_HANDLE.
-  void RetryOffloadPending(const std::vector<master::MasterClient::PutItem>& items,
-                           const std::vector<size_t>& indices, const ReplicateConfig& config,
-                           bool upsert, Deadline limit, rpc::PutStartReply* reply);
+  // One PUT_START, WRITE, PUT_END pass of PutBatch. Adds to *waiting the indices of keys
+  // refused because the pool's room is held by objects whose copy to a disk tier is pending
+  // (PutStartResult.offload_pending); their results are that NO_AVAILABLE_HANDLE.
+  std::vector<Status> PutPass(const std::vector<std::string>& keys,
+                              const std::vector<Buffers>& sources, const ReplicateConfig& config,
+                              bool upsert, Deadline limit, std::vector<size_t>* waiting);
   // get_path.cc
   // Keys whose `pre` status is not OK are skipped (their result is that status). Each key is
   // read from its nearest replica and, when that read fails (or its checksum does not match,

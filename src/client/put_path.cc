@@ -24,6 +24,38 @@ std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
                                          const std::vector<Buffers>& sources,
                                          const ReplicateConfig& config, bool upsert,
                                          Deadline limit) {
+  // Keys refused while the pool's room is held by objects on their way to a disk tier are put
+  // again in passes of their own, backing off from 1 to 10 ms, until rpc_timeout (or `limit`):
+  // each pass writes what found room at once, so the disk keeps busy and puts into a pool full
+  // of such objects run at its speed instead of failing. Refused at the end: NO_AVAILABLE_HANDLE.
+  constexpr Clock::duration kMaxDelay = std::chrono::milliseconds(10);
+  const Deadline until = RpcDeadline(limit);
+  std::vector<size_t> waiting;
+  std::vector<Status> results = PutPass(keys, sources, config, upsert, limit, &waiting);
+  Clock::duration delay = std::chrono::milliseconds(1);
+  while (!waiting.empty() && Clock::now() + delay < until) {
+    std::this_thread::sleep_for(delay);
+    delay = std::min(delay * 2, kMaxDelay);
+    std::vector<std::string> again_keys;
+    std::vector<Buffers> again_sources;
+    for (size_t i : waiting) {
+      again_keys.push_back(keys[i]);
+      again_sources.push_back(sources[i]);
+    }
+    std::vector<size_t> still;
+    std::vector<Status> again =
+        PutPass(again_keys, again_sources, ConfigForKeys(config, waiting), upsert, limit, &still);
+    for (size_t k = 0; k < waiting.size(); ++k) results[waiting[k]] = std::move(again[k]);
+    for (size_t& k : still) k = waiting[k];
+    waiting = std::move(still);
+  }
+  return results;
+}
+
+std::vector<Status> ClientImpl::PutPass(const std::vector<std::string>& keys,
+                                        const std::vector<Buffers>& sources,
+                                        const ReplicateConfig& config, bool upsert, Deadline limit,
+                                        std::vector<size_t>* waiting) {
   std::vector<Status> results(keys.size());
   if (Status st = CheckOpen(); !st.ok()) return std::vector<Status>(keys.size(), st);
   if (config.replica_num == 0) {
@@ -56,7 +88,6 @@ std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
     for (size_t i : sent) results[i] = started.status();
     return results;
   }
-  RetryOffloadPending(items, sent, config, upsert, limit, &*started);
 
   TransferPlan plan(&transfer_workers_);
   std::vector<size_t> written;  // objects with replicas to write
@@ -65,6 +96,7 @@ std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
     const rpc::PutStartResult& r = started->results(static_cast<int>(k));
     if (r.code() != 0 || r.already_exists()) {
       results[i] = FromCode(r.code(), r.message());
+      if (r.offload_pending()) waiting->push_back(i);
       continue;
     }
     written.push_back(i);
@@ -112,36 +144,6 @@ std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
     }
   }
   return results;
-}
-
-void ClientImpl::RetryOffloadPending(const std::vector<master::MasterClient::PutItem>& items,
-                                     const std::vector<size_t>& indices,
-                                     const ReplicateConfig& config, bool upsert, Deadline limit,
-                                     rpc::PutStartReply* reply) {
-  constexpr Clock::duration kMaxDelay = std::chrono::milliseconds(20);
-  const Deadline until = RpcDeadline(limit);
-  Clock::duration delay = std::chrono::milliseconds(1);
-  for (;;) {
-    std::vector<int> waiting;  // positions in `items`
-    for (int k = 0; k < reply->results_size(); ++k) {
-      if (reply->results(k).offload_pending()) waiting.push_back(k);
-    }
-    if (waiting.empty() || Clock::now() + delay >= until) return;
-    std::this_thread::sleep_for(delay);
-    delay = std::min(delay * 2, kMaxDelay);
-    std::vector<master::MasterClient::PutItem> again;
-    std::vector<size_t> again_indices;
-    for (int k : waiting) {
-      again.push_back(items[k]);
-      again_indices.push_back(indices[k]);
-    }
-    auto r = master_->PutStart(again, ToProto(ConfigForKeys(config, again_indices)), upsert,
-                               RpcDeadline(limit), options_.local_hostname);
-    if (!r.ok() || r->results_size() != static_cast<int>(again.size())) return;  // as refused
-    for (size_t j = 0; j < waiting.size(); ++j) {
-      *reply->mutable_results(waiting[j]) = std::move(*r->mutable_results(static_cast<int>(j)));
-    }
-  }
 }
 
 }  // namespace kvpool::client

@@ -86,7 +86,10 @@ Status DiskHost::Mount(master::MasterClient& master, Deadline deadline) {
     mounted_id_ = r->segment_id();
     mounted_epoch_ = r->master_epoch();
     master_ = &master;
-    if (!thread_.joinable() && !stop_) thread_ = std::thread([this] { Run(); });
+    if (!thread_.joinable() && !stop_) {
+      thread_ = std::thread([this] { Run(); });
+      stager_ = std::thread([this] { StageLoop(); });
+    }
   }
   spdlog::info("mounted disk segment={} size={} objects_listed={} objects_restored={}", name_,
                FormatSize(tier_->stats().capacity), objects.size(), restored);
@@ -99,6 +102,8 @@ void DiskHost::Stop() {
     stop_ = true;
   }
   cv_.notify_all();
+  stage_cv_.notify_all();
+  if (stager_.joinable()) stager_.join();
   if (thread_.joinable()) thread_.join();
   StopReaders();
 }
@@ -146,24 +151,19 @@ void DiskHost::Offload(const rpc::JournalEntry& commit) {
     }
     queue_.push_back(Pending{commit.key(), commit.offset(), commit.size(), commit.checksum()});
   }
-  cv_.notify_one();
+  stage_cv_.notify_one();
 }
 
 void DiskHost::Run() {
   std::unique_lock lock(mu_);
   while (!stop_) {
     cv_.wait_for(lock, kRetryDelay, [this] {
-      return stop_ || !queue_.empty() || !promote_queue_.empty() || !suspects_.empty();
+      return stop_ || staged_.has_value() || !promote_queue_.empty() || !suspects_.empty();
     });
     if (stop_) break;
-    std::vector<Pending> batch;
-    uint64_t bytes = 0;
-    while (!queue_.empty() &&
-           (batch.empty() || bytes + queue_.front().size <= options_.batch_bytes)) {
-      bytes += queue_.front().size;
-      batch.push_back(std::move(queue_.front()));
-      queue_.pop_front();
-    }
+    std::optional<StagedBatch> staged = std::move(staged_);
+    staged_.reset();
+    if (staged) stage_cv_.notify_one();  // the stager copies the next batch meanwhile
     std::vector<disk::DiskObject> promote;
     uint64_t promote_bytes = 0;
     while (
@@ -177,7 +177,7 @@ void DiskHost::Run() {
                                            std::make_move_iterator(suspects_.end()));
     suspects_.clear();
     lock.unlock();
-    if (!batch.empty()) OffloadBatch(std::move(batch));
+    if (staged) WriteStaged(std::move(*staged));
     if (!suspects.empty()) CheckSuspects(std::move(suspects));
     if (!promote.empty()) PromoteBatch(std::move(promote));
     RetryDue();
@@ -193,58 +193,6 @@ void DiskHost::Run() {
     }
     lock.lock();
   }
-}
-
-void DiskHost::OffloadBatch(std::vector<Pending> batch) {
-  std::shared_ptr<transfer::SegmentMemory> mem = dram_->Find(dram_name_);
-  if (mem == nullptr) return;
-  uint64_t total = 0;
-  for (const Pending& p : batch) total += tier_->Reserved(p.size);
-  std::shared_ptr<disk::AlignedBuffer> buf = read_buffers_->Acquire(total);
-  std::vector<disk::DiskTier::WriteItem> items;
-  items.reserve(batch.size());
-  uint64_t pos = 0;
-  for (const Pending& p : batch) {
-    if (p.checksum == 0 || p.offset > mem->size() || p.size > mem->size() - p.offset) {
-      skipped_.fetch_add(1, std::memory_order_relaxed);
-      continue;
-    }
-    uint8_t* at = buf->data() + pos;
-    memcpy(at, mem->base() + p.offset, p.size);
-    // The copy, not the DRAM range, is checked: what is written is what was verified.
-    if (ChecksumOf(at, p.size) != p.checksum) {
-      skipped_.fetch_add(1, std::memory_order_relaxed);  // freed and rewritten meanwhile
-      continue;
-    }
-    items.push_back(disk::DiskTier::WriteItem{p.key, at, p.size, p.checksum});
-    pos += tier_->Reserved(p.size);
-  }
-  if (items.empty()) return;
-  auto results = tier_->Write(items, buf);
-  std::vector<disk::DiskObject> written;
-  std::vector<disk::DiskTier::WriteItem> no_room;
-  uint64_t need = 0;
-  for (size_t i = 0; i < results.size(); ++i) {
-    if (results[i].ok()) {
-      written.push_back(std::move(results[i]).value());
-    } else if (results[i].code() == ErrorCode::NO_AVAILABLE_HANDLE) {
-      no_room.push_back(items[i]);
-      need += tier_->Reserved(items[i].size);
-    } else {
-      failed_.fetch_add(1, std::memory_order_relaxed);
-    }
-  }
-  if (!no_room.empty()) {
-    MakeRoom(need);
-    for (auto& r : tier_->Write(no_room, buf)) {
-      if (r.ok()) {
-        written.push_back(std::move(r).value());
-      } else {
-        failed_.fetch_add(1, std::memory_order_relaxed);
-      }
-    }
-  }
-  ReportAdds(std::move(written), 0);
 }
 
 void DiskHost::ReportAdds(std::vector<disk::DiskObject> written, int tries) {

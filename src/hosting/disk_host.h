@@ -2,10 +2,13 @@
 // master as a second segment ("<dram name>#disk", tier TIER_DISK, served at the same endpoint).
 //
 // Offload: every object committed to the DRAM segment (the master's journal tells) is queued
-// and copied to disk by one background thread, ahead of any eviction, so puts never wait for
-// the disk. Each copy is checked against the object's checksum before it is written (a range
-// freed and rewritten meanwhile is skipped) and reported to the master (TIER_UPDATE added) only
-// after it is durable. When the master later evicts the DRAM copy, the disk copy keeps the
+// and copied to disk in the background, ahead of any eviction, so puts never wait for the disk
+// while DRAM has room (and, once it is full of objects not yet on disk, wait for the disk
+// rather than lose them: MasterOptions::disk_offload_wait). Two threads in a pipeline: the
+// stager copies a batch out of DRAM into an aligned buffer and checks the copy against each
+// object's checksum (a range freed and rewritten meanwhile is skipped) while the offload thread
+// writes the previous batch; a copy is reported to the master (TIER_UPDATE added) only after
+// it is durable. When the master later evicts the DRAM copy, the disk copy keeps the
 // object. A full tier evicts its least recently used objects: the master unlists them first
 // (TIER_UPDATE dropped; a reader's lease keeps one), then their space is freed.
 //
@@ -31,7 +34,8 @@
 // thread reads the object from disk again (checksum checked) into it, and the master lists it
 // as the object's DRAM replica. Reads never wait for it; any failure leaves the object on disk.
 //
-// Threading: thread-safe. Owns the offload thread; Stop() (or the destructor) joins it.
+// Threading: thread-safe. Owns the offload thread, the stager and the reader threads; Stop()
+// (or the destructor) joins them.
 #pragma once
 
 #include <atomic>
@@ -62,7 +66,7 @@ namespace kvpool::hosting {
 struct DiskHostOptions {
   disk::DiskTierOptions tier;
   size_t offload_queue = 16384;  // objects waiting for the disk; beyond it they are not offloaded
-  uint64_t batch_bytes = 16 << 20;  // bytes per offload batch (one fdatasync, one TIER_UPDATE)
+  uint64_t batch_bytes = 32 << 20;  // bytes per offload batch (one fdatasync, one TIER_UPDATE)
   // Reads from disk after which an object is copied back to DRAM (0: never).
   uint32_t promote_after_hits = 2;
   Clock::duration rpc_timeout = std::chrono::seconds(5);
@@ -132,9 +136,21 @@ class DiskHost : public transfer::TierReader {
     Clock::time_point due;
     int tries = 0;
   };
+  // A batch copied out of DRAM and checked (disk_offload.cc), waiting to be written: `items`
+  // point into `buffer` and their keys into `batch`.
+  struct StagedBatch {
+    std::vector<Pending> batch;
+    std::shared_ptr<disk::AlignedBuffer> buffer;
+    std::vector<disk::DiskTier::WriteItem> items;
+  };
   explicit DiskHost(const DiskHostOptions& options, std::unique_ptr<disk::DiskTier> tier);
   void Run();
-  void OffloadBatch(std::vector<Pending> batch);
+  // The stager's loop: takes up to batch_bytes from the queue whenever the staged slot is
+  // empty, and stages it.
+  void StageLoop();
+  StagedBatch Stage(std::vector<Pending> batch);
+  // Writes a staged batch (evicting from the tier when it is full), then reports it.
+  void WriteStaged(StagedBatch staged);
   // Reports `written` to the master; what it refused is freed, what it could not take now is
   // retried later.
   void ReportAdds(std::vector<disk::DiskObject> written, int tries);
@@ -187,7 +203,10 @@ class DiskHost : public transfer::TierReader {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Pending> queue_;                    // guarded by mu_
+  std::deque<Pending> queue_;          // guarded by mu_
+  std::condition_variable stage_cv_;   // the stager waits on it
+  std::optional<StagedBatch> staged_;  // guarded by mu_: at most one waits
+  std::thread stager_;
   bool stop_ = false;                            // guarded by mu_
   master::MasterClient* master_ = nullptr;       // guarded by mu_ (set by the first Mount)
   uint64_t applied_seq_ = 0;                     // guarded by mu_

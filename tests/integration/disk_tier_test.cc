@@ -86,7 +86,7 @@ uint64_t WaitForDiskReplicas(Client& c, uint64_t n, milliseconds timeout) {
     auto s = c.Stat();
     if (s.ok()) have = s->disk_replicas;
     if (have >= n) break;
-    std::this_thread::sleep_for(milliseconds(50));
+    std::this_thread::sleep_for(milliseconds(5));  // fine enough to time the puts below
   }
   return have;
 }
