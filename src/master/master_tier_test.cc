@@ -135,6 +135,31 @@ TEST_F(TierTest, EvictionDemotesObjectsOnDiskBeforeDroppingOlderOnesThatAreNot) 
   EXPECT_EQ(core_.demoted_total(), 1u);
 }
 
+// A segment full of objects whose copy to its disk tier is pending: a put is refused with
+// offload_pending (the client asks again) instead of evicting one, which would lose it; once
+// one is on disk it is demoted to make room; past disk_offload_wait (10 s) the rest may go.
+TEST_F(TierTest, ObjectsWaitingForTheirDiskCopyAreSparedForAWhile) {
+  for (int i = 0; i < 16; ++i) PutSummed("wait" + std::to_string(i), 100 + i, At(1 + 0.1 * i));
+  rpc::PutStartResult refused = Put1("writer", "one-more", kTierObj, At(3));
+  EXPECT_EQ(Code(refused.code()), ErrorCode::NO_AVAILABLE_HANDLE);
+  EXPECT_TRUE(refused.offload_pending()) << refused.message();
+  EXPECT_NE(refused.message().find("disk tier"), std::string::npos) << refused.message();
+  EXPECT_EQ(core_.Stat().refused_offload_pending(), 1u);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(Exists1("wait" + std::to_string(i)), 1);
+  // wait5 reached the disk: it is demoted, the put finds room.
+  ASSERT_EQ(Code(Update({Obj("wait5", 0, 105)}, {}, "node", "dram#disk", At(3)).codes(0)),
+            ErrorCode::OK);
+  rpc::PutStartResult placed = Put1("writer", "one-more", kTierObj, At(3.5));
+  EXPECT_EQ(placed.code(), 0) << placed.message();
+  EXPECT_FALSE(placed.offload_pending());
+  EXPECT_EQ(Get1("wait5", At(3.5), /*no_lease=*/true).replicas(0).tier(),
+            static_cast<uint32_t>(rpc::TIER_DISK));
+  // Past the wait, an object that never reached the disk is evicted as before.
+  rpc::PutStartResult late = Put1("writer", "later", kTierObj, At(13));
+  EXPECT_EQ(late.code(), 0) << late.message();
+  EXPECT_EQ(core_.Stat().refused_offload_pending(), 1u);
+}
+
 TEST_F(TierTest, AddsThatCannotBeTrustedAreRefused) {
   PutSummed("a", 5);
   auto c = Update({Obj("a", 0, 6), Obj("a", 0, 5, kTierObj + 1), Obj("missing", 0, 5),
