@@ -148,6 +148,9 @@ Status ClientImpl::Init() {
     if (!host.ok()) return host.status();
     host_ = std::move(host).value();
     local_ = std::make_unique<transfer::LocalTransport>(&host_->table());
+    if (host_->disk() != nullptr) {
+      own_tier_ = std::make_unique<transfer::TierTransport>(host_->disk());
+    }
     Status mounted = hosting_.mount_at_init ? host_->Mount(*master_, RpcDeadline()) : Status::Ok();
     if (!mounted.ok()) {
       if (hosting_.require_master) return mounted;
@@ -188,6 +191,7 @@ Status ClientImpl::CheckOpen() const {
 
 transfer::Transport& ClientImpl::TransportFor(const std::string& segment_name) {
   if (local_ != nullptr && segment_name == host_->name()) return *local_;
+  if (own_tier_ != nullptr && segment_name == host_->disk()->name()) return *own_tier_;
   return tcp_;
 }
 

@@ -24,6 +24,7 @@
 #include "rpc/connection_pool.h"
 #include "transfer/local_transport.h"
 #include "transfer/tcp_transport.h"
+#include "transfer/tier_transport.h"
 
 namespace kvpool::client {
 
@@ -160,6 +161,8 @@ class ClientImpl : public HostedClient {
   transfer::TcpTransport tcp_{&data_pool_};
   std::unique_ptr<hosting::SegmentHost> host_;  // embedded mode only
   std::unique_ptr<transfer::LocalTransport> local_;
+  // Reads of this client's own disk tier segment, without a socket (null without one).
+  std::unique_ptr<transfer::TierTransport> own_tier_;
   std::unique_ptr<hosting::Heartbeat> heartbeat_;
   std::unique_ptr<LeaseFlusher> lease_flusher_;  // sends finished leases no request carried
   BufferRegistry buffers_;

@@ -1,6 +1,7 @@
 // DiskHost::Read: the READ ranges come from the wire and are checked before they size anything.
 #include "hosting/disk_host.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "common/checksum.h"
+#include "transfer/tier_transport.h"
 
 namespace kvpool::hosting {
 namespace {
@@ -85,6 +87,49 @@ TEST_F(DiskHostReadTest, HugeLengthIsInvalidReadNotAnAllocation) {
 TEST_F(DiskHostReadTest, RepeatedRangesBeyondTheTiersSizeAreInvalidRead) {
   rpc::Reply r = ReadRanges({{obj_.offset, kObj}, {obj_.offset, kObj}, {obj_.offset, kObj}});
   EXPECT_EQ(r.code, ErrorCode::INVALID_READ);
+}
+
+// The transport a client uses for its own host's disk tier: the READ goes to the DiskHost
+// directly, its streamed ranges land in the caller's memory, the trailer's verdict is the
+// result.
+TEST_F(DiskHostReadTest, TierTransportReadsStraightIntoTheCallersMemory) {
+  transfer::TierTransport t(host_.get());
+  const std::string name = "dram#disk";
+  rpc::Endpoint none;
+  std::vector<rpc::Range> ranges(2);
+  for (auto& r : ranges) {
+    r.set_offset(obj_.offset);
+    r.set_length(kObj);
+  }
+  // Two ranges into three iovecs whose edges fall elsewhere than the ranges'.
+  std::vector<uint8_t> out(2 * kObj, 0);
+  std::vector<iovec> dst = {
+      {out.data(), 1000}, {out.data() + 1000, kObj}, {out.data() + 1000 + kObj, kObj - 1000}};
+  transfer::SegmentRanges src{&name, &none, ranges};
+  ASSERT_TRUE(t.Read(src, dst, DeadlineAfter(std::chrono::seconds(5))).ok());
+  EXPECT_EQ(std::memcmp(out.data(), bytes_.data(), kObj), 0);
+  EXPECT_EQ(std::memcmp(out.data() + kObj, bytes_.data(), kObj), 0);
+
+  iovec short_dst{out.data(), kObj};
+  EXPECT_EQ(t.Read(src, std::span(&short_dst, 1), Deadline::max()).code(),
+            ErrorCode::INVALID_PARAMS);
+  const std::string other = "other#disk";
+  transfer::SegmentRanges elsewhere{&other, &none, ranges};
+  EXPECT_EQ(t.Read(elsewhere, dst, Deadline::max()).code(), ErrorCode::SEGMENT_NOT_FOUND);
+  EXPECT_EQ(t.Write(src, dst, Deadline::max()).code(), ErrorCode::INVALID_WRITE);
+
+  // A bit flipped on disk: CHECKSUM_MISMATCH naming the range, never the bytes as good.
+  int fd = ::open((dir_ + "/kvpool-disk.data").c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  uint8_t b = 0;
+  ASSERT_EQ(::pread(fd, &b, 1, static_cast<off_t>(obj_.offset + 100)), 1);
+  b ^= 0x10;
+  ASSERT_EQ(::pwrite(fd, &b, 1, static_cast<off_t>(obj_.offset + 100)), 1);
+  ASSERT_EQ(::fsync(fd), 0);
+  ::close(fd);
+  Status st = t.Read(src, dst, DeadlineAfter(std::chrono::seconds(5)));
+  EXPECT_EQ(st.code(), ErrorCode::CHECKSUM_MISMATCH) << st.ToString();
+  EXPECT_NE(st.message().find("dram#disk"), std::string::npos) << st.ToString();
 }
 
 }  // namespace

@@ -7,10 +7,15 @@
 // A reader that gets a failing trailer must treat the bytes of the whole reply as invalid.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <array>
 #include <cstdint>
+#include <span>
+#include <string>
 
 #include "kvpool/status.h"
+#include "rpc/kvpool.pb.h"
 
 namespace kvpool::transfer {
 
@@ -35,6 +40,17 @@ struct ReadTrailer {
       r |= static_cast<uint32_t>(in[4 + b]) << (8 * b);
     }
     return ReadTrailer{ErrorCodeFromInt(static_cast<int32_t>(c)), r};
+  }
+  // OK, or the failure as a reader reports it for the READ of `ranges` of `segment` (the
+  // failed range named; `failed_range` from the wire is clamped to `ranges`).
+  Status ToStatus(const std::string& segment, std::span<const rpc::Range> ranges) const {
+    if (code == ErrorCode::OK) return Status::Ok();
+    const size_t i = failed_range < ranges.size() ? failed_range : 0;
+    return Status(code, fmt::format("segment={} offset={} length={} failed on its host ({}); "
+                                    "the {} ranges of this read are not valid",
+                                    segment, ranges.empty() ? 0 : ranges[i].offset(),
+                                    ranges.empty() ? 0 : ranges[i].length(), ErrorCodeName(code),
+                                    ranges.size()));
   }
 };
 

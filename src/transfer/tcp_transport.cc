@@ -30,15 +30,7 @@ Status TcpTransport::Call(rpc::Method method, const SegmentRanges& where,
   dst.push_back({trailer, sizeof(trailer)});
   Status st = (*conn)->Call(method, req, &resp, out, dst, deadline);
   if (!st.ok()) return st;
-  const ReadTrailer t = ReadTrailer::Decode(trailer);
-  if (t.code == ErrorCode::OK) return st;
-  const size_t i = t.failed_range < where.ranges.size() ? t.failed_range : 0;
-  return Status(
-      t.code, fmt::format("segment={} offset={} length={} failed on its host ({}); the {} "
-                          "ranges of this read are not valid",
-                          *where.segment_name, where.ranges.empty() ? 0 : where.ranges[i].offset(),
-                          where.ranges.empty() ? 0 : where.ranges[i].length(),
-                          ErrorCodeName(t.code), where.ranges.size()));
+  return ReadTrailer::Decode(trailer).ToStatus(*where.segment_name, where.ranges);
 }
 
 Status TcpTransport::Write(const SegmentRanges& dst, std::span<const iovec> src,

@@ -1,0 +1,88 @@
+#include "transfer/tier_transport.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "transfer/read_trailer.h"
+
+namespace kvpool::transfer {
+namespace {
+
+// Copies byte streams into the concatenation of `dst`, in order.
+class Scatter {
+ public:
+  explicit Scatter(std::span<const iovec> dst) : dst_(dst) {}
+  void Put(const uint8_t* p, size_t n) {
+    while (n > 0 && i_ < dst_.size()) {
+      size_t room = dst_[i_].iov_len - at_;
+      size_t k = std::min(room, n);
+      std::memcpy(static_cast<uint8_t*>(dst_[i_].iov_base) + at_, p, k);
+      p += k;
+      n -= k;
+      at_ += k;
+      if (at_ == dst_[i_].iov_len) {
+        ++i_;
+        at_ = 0;
+      }
+    }
+  }
+
+ private:
+  std::span<const iovec> dst_;
+  size_t i_ = 0, at_ = 0;
+};
+
+}  // namespace
+
+Status TierTransport::Write(const SegmentRanges& dst, std::span<const iovec>, Deadline) {
+  return Status(ErrorCode::INVALID_WRITE,
+                fmt::format("segment={} is a tier segment: its host fills it", *dst.segment_name));
+}
+
+Status TierTransport::Read(const SegmentRanges& src, std::span<const iovec> dst, Deadline) {
+  uint64_t want = 0, have = 0;
+  for (const auto& r : src.ranges) want += r.length();
+  for (const iovec& v : dst) have += v.iov_len;
+  if (want != have) {
+    return Status(
+        ErrorCode::INVALID_PARAMS,
+        fmt::format("segment={}: read of {} bytes into {} bytes", *src.segment_name, want, have));
+  }
+  rpc::DataRequest req;
+  req.set_segment_name(*src.segment_name);
+  req.set_segment_incarnation(src.incarnation);
+  req.mutable_ranges()->Reserve(static_cast<int>(src.ranges.size()));
+  for (const auto& r : src.ranges) *req.add_ranges() = r;
+  req.set_status_trailer(true);
+  std::optional<rpc::Reply> reply = reader_->Read(req);
+  if (!reply) {
+    return Status(
+        ErrorCode::SEGMENT_NOT_FOUND,
+        fmt::format("segment={} is not a tier segment of this process", *src.segment_name));
+  }
+  if (reply->code != ErrorCode::OK) return Status(reply->code, reply->message);
+  Scatter out(dst);
+  if (reply->source == nullptr) {  // read whole: no trailer
+    for (const auto& b : reply->payload) out.Put(static_cast<const uint8_t*>(b.data()), b.size());
+    return Status::Ok();
+  }
+  rpc::PayloadSource& source = *reply->source;
+  const size_t parts = source.parts();
+  ReadTrailer verdict{ErrorCode::INTERNAL_ERROR, 0};
+  for (size_t from = 0; from < parts;) {
+    const size_t ready = source.WaitReady(from);
+    for (size_t i = from; i < from + ready; ++i) {
+      asio::const_buffer part = source.Part(i);
+      if (i + 1 < parts) {
+        out.Put(static_cast<const uint8_t*>(part.data()), part.size());
+      } else if (part.size() == ReadTrailer::kBytes) {
+        verdict = ReadTrailer::Decode(static_cast<const uint8_t*>(part.data()));
+      }
+    }
+    from += ready;
+  }
+  return verdict.ToStatus(*src.segment_name, src.ranges);
+}
+
+}  // namespace kvpool::transfer
