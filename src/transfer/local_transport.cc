@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
+#include "transfer/iovec_cursor.h"
 
 namespace kvpool::transfer {
 
@@ -19,27 +19,13 @@ Status LocalTransport::Copy(const SegmentRanges& where, std::span<const iovec> m
                   fmt::format("segment={} ranges total {} bytes, buffers {}", *where.segment_name,
                               *total, mem_total));
   }
-  // Walk both sequences at once: the ranges and the caller's iovecs need not line up.
-  size_t mi = 0;
-  uint64_t moff = 0;
+  IovecCursor cursor(mem);
   for (const auto& r : where.ranges) {
     uint8_t* seg = segment->base() + r.offset();
-    uint64_t left = r.length();
-    while (left > 0) {
-      uint8_t* m = static_cast<uint8_t*>(mem[mi].iov_base) + moff;
-      uint64_t n = std::min<uint64_t>(left, mem[mi].iov_len - moff);
-      if (write) {
-        std::memcpy(seg, m, n);
-      } else {
-        std::memcpy(m, seg, n);
-      }
-      seg += n;
-      left -= n;
-      moff += n;
-      if (moff == mem[mi].iov_len) {
-        ++mi;
-        moff = 0;
-      }
+    if (write) {
+      cursor.CopyOut(seg, r.length());
+    } else {
+      cursor.CopyIn(seg, r.length());
     }
   }
   return Status::Ok();

@@ -2,38 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
-
+#include "transfer/iovec_cursor.h"
 #include "transfer/read_trailer.h"
 
 namespace kvpool::transfer {
-namespace {
-
-// Copies byte streams into the concatenation of `dst`, in order.
-class Scatter {
- public:
-  explicit Scatter(std::span<const iovec> dst) : dst_(dst) {}
-  void Put(const uint8_t* p, size_t n) {
-    while (n > 0 && i_ < dst_.size()) {
-      size_t room = dst_[i_].iov_len - at_;
-      size_t k = std::min(room, n);
-      std::memcpy(static_cast<uint8_t*>(dst_[i_].iov_base) + at_, p, k);
-      p += k;
-      n -= k;
-      at_ += k;
-      if (at_ == dst_[i_].iov_len) {
-        ++i_;
-        at_ = 0;
-      }
-    }
-  }
-
- private:
-  std::span<const iovec> dst_;
-  size_t i_ = 0, at_ = 0;
-};
-
-}  // namespace
 
 Status TierTransport::Write(const SegmentRanges& dst, std::span<const iovec>, Deadline) {
   return Status(ErrorCode::INVALID_WRITE,
@@ -62,9 +34,11 @@ Status TierTransport::Read(const SegmentRanges& src, std::span<const iovec> dst,
         fmt::format("segment={} is not a tier segment of this process", *src.segment_name));
   }
   if (reply->code != ErrorCode::OK) return Status(reply->code, reply->message);
-  Scatter out(dst);
+  IovecCursor out(dst);
   if (reply->source == nullptr) {  // read whole: no trailer
-    for (const auto& b : reply->payload) out.Put(static_cast<const uint8_t*>(b.data()), b.size());
+    for (const auto& b : reply->payload) {
+      out.CopyIn(static_cast<const uint8_t*>(b.data()), b.size());
+    }
     return Status::Ok();
   }
   rpc::PayloadSource& source = *reply->source;
@@ -75,7 +49,7 @@ Status TierTransport::Read(const SegmentRanges& src, std::span<const iovec> dst,
     for (size_t i = from; i < from + ready; ++i) {
       asio::const_buffer part = source.Part(i);
       if (i + 1 < parts) {
-        out.Put(static_cast<const uint8_t*>(part.data()), part.size());
+        out.CopyIn(static_cast<const uint8_t*>(part.data()), part.size());
       } else if (part.size() == ReadTrailer::kBytes) {
         verdict = ReadTrailer::Decode(static_cast<const uint8_t*>(part.data()));
       }
