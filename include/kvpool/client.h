@@ -256,8 +256,12 @@ class Client {
 
   // Stores `size` bytes at `ptr` under `key`. Objects are immutable: if the key exists, returns
   // OK without writing. REQUIRES: the range lies in a registered region.
+  // Every put call blocks while the pool is full of objects still being copied to their
+  // node's disk tier (evicting them would lose them), asking the master again for at most
+  // rpc_timeout: puts then run at the disk's speed.
   // Errors: INVALID_KEY (empty, > 4 KiB), INVALID_PARAMS (size 0, unregistered memory),
-  // NO_AVAILABLE_HANDLE (pool full, nothing evictable), TRANSFER_FAIL, RPC_FAIL, RPC_TIMEOUT.
+  // NO_AVAILABLE_HANDLE (pool full, nothing evictable; or still full of objects waiting for a
+  // disk tier after rpc_timeout), TRANSFER_FAIL, RPC_FAIL, RPC_TIMEOUT.
   virtual Status PutFrom(const std::string& key, const void* ptr, size_t size,
                          const ReplicateConfig& config = {}) = 0;
   // Reads the object into [ptr, ptr+size); returns its size. On any error the destination is
