@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include <cstring>
+#include <filesystem>
 
 #include "kvpool/host_allocator.h"
 #include "rpc/unix_socket.h"
@@ -170,6 +171,11 @@ TEST(StandaloneLifecycleTest, SetupErrorsHealthAndClose) {
   Pool pool;
   const uint16_t port = FreePort();
   const std::string path = "/tmp/kvpool-test-" + std::to_string(port) + ".sock";
+  // The node is killed at the end (SIGKILL), so it cannot remove its socket file itself.
+  struct RemoveAtExit {
+    const std::string& path;
+    ~RemoveAtExit() { std::filesystem::remove(path); }
+  } remove_socket{path};
   auto node = StartNode(pool, port, "16MB", {"--local_socket_path", path});
   StandaloneOptions by_path = StandaloneFor(port);
   by_path.server_address = path;  // the filesystem socket reaches the same node
