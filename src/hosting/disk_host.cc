@@ -164,15 +164,7 @@ void DiskHost::Run() {
     std::optional<StagedBatch> staged = std::move(staged_);
     staged_.reset();
     if (staged) stage_cv_.notify_one();  // the stager copies the next batch meanwhile
-    std::vector<disk::DiskObject> promote;
-    uint64_t promote_bytes = 0;
-    while (
-        !promote_queue_.empty() &&
-        (promote.empty() || promote_bytes + promote_queue_.front().size <= options_.batch_bytes)) {
-      promote_bytes += promote_queue_.front().size;
-      promote.push_back(std::move(promote_queue_.front()));
-      promote_queue_.pop_front();
-    }
+    std::vector<disk::DiskObject> promote = TakeBatch(promote_queue_, options_.batch_bytes);
     std::vector<disk::DiskObject> suspects(std::make_move_iterator(suspects_.begin()),
                                            std::make_move_iterator(suspects_.end()));
     suspects_.clear();

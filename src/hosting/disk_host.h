@@ -144,6 +144,18 @@ class DiskHost : public transfer::TierReader {
     std::vector<disk::DiskTier::WriteItem> items;
   };
   explicit DiskHost(const DiskHostOptions& options, std::unique_ptr<disk::DiskTier> tier);
+  // Takes from the front of `queue` the items that fit in `max_bytes` (at least one, when any).
+  template <typename T>
+  static std::vector<T> TakeBatch(std::deque<T>& queue, uint64_t max_bytes) {
+    std::vector<T> out;
+    uint64_t bytes = 0;
+    while (!queue.empty() && (out.empty() || bytes + queue.front().size <= max_bytes)) {
+      bytes += queue.front().size;
+      out.push_back(std::move(queue.front()));
+      queue.pop_front();
+    }
+    return out;
+  }
   void Run();
   // The stager's loop: takes up to batch_bytes from the queue whenever the staged slot is
   // empty, and stages it.

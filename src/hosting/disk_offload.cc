@@ -13,14 +13,7 @@ void DiskHost::StageLoop() {
   while (!stop_) {
     stage_cv_.wait(lock, [this] { return stop_ || (!queue_.empty() && !staged_.has_value()); });
     if (stop_) break;
-    std::vector<Pending> batch;
-    uint64_t bytes = 0;
-    while (!queue_.empty() &&
-           (batch.empty() || bytes + queue_.front().size <= options_.batch_bytes)) {
-      bytes += queue_.front().size;
-      batch.push_back(std::move(queue_.front()));
-      queue_.pop_front();
-    }
+    std::vector<Pending> batch = TakeBatch(queue_, options_.batch_bytes);
     lock.unlock();
     StagedBatch staged = Stage(std::move(batch));
     lock.lock();
@@ -33,7 +26,10 @@ void DiskHost::StageLoop() {
 DiskHost::StagedBatch DiskHost::Stage(std::vector<Pending> batch) {
   StagedBatch out;
   std::shared_ptr<transfer::SegmentMemory> mem = dram_->Find(dram_name_);
-  if (mem == nullptr) return out;
+  if (mem == nullptr) {  // the DRAM segment is gone: nothing to copy, counted as skipped
+    skipped_.fetch_add(batch.size(), std::memory_order_relaxed);
+    return out;
+  }
   uint64_t total = 0;
   for (const Pending& p : batch) total += tier_->Reserved(p.size);
   out.buffer = read_buffers_->Acquire(total);
