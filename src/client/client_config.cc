@@ -229,20 +229,57 @@ EnvLookup ProcessEnv() {
   return [](const char* name) -> std::optional<std::string> { return GetEnv(name); };
 }
 
+namespace {
+
+// The first of `d`'s environment variables set and non-empty in `env`, with its value.
+std::optional<std::pair<std::string_view, std::string>> FirstSetVariable(
+    const ClientOptionDescriptor& d, const EnvLookup& env) {
+  for (std::string_view var : d.env) {
+    std::optional<std::string> value = env(std::string(var).c_str());
+    if (value && !value->empty()) return std::pair{var, std::move(*value)};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> ClientOptionFromEnv(std::string_view name, const EnvLookup& env) {
+  const ClientOptionDescriptor* d = FindClientOption(name);
+  if (d == nullptr) return std::nullopt;
+  auto found = FirstSetVariable(*d, env);
+  if (!found) return std::nullopt;
+  return std::move(found->second);
+}
+
 Status ApplyClientEnvironment(ClientOptions& o, const EnvLookup& env) {
   for (const ClientOptionDescriptor& d : ClientOptionTable()) {
-    for (std::string_view var : d.env) {
-      std::optional<std::string> value = env(std::string(var).c_str());
-      if (!value || value->empty()) continue;
-      if (Status st = d.set(*value, o); !st.ok()) {
-        return Status(st.code(), fmt::format("${}: {}", var, st.message()));
-      }
-      break;
+    auto found = FirstSetVariable(d, env);
+    if (!found) continue;
+    if (Status st = d.set(found->second, o); !st.ok()) {
+      return Status(st.code(), fmt::format("${}: {}", found->first, st.message()));
     }
   }
   return Status::Ok();
 }
 
 std::string ClientOptionDefault(const ClientOptionDescriptor& d) { return d.get(ClientOptions{}); }
+
+std::string ClientOptionsMarkdown() {
+  auto codes = [](const std::vector<std::string_view>& names) {
+    std::string out;
+    for (std::string_view n : names) out += fmt::format("{}`{}`", out.empty() ? "" : ", ", n);
+    return out;
+  };
+  std::string out =
+      "| option | also | kind | default | environment | meaning |\n"
+      "|---|---|---|---|---|---|\n";
+  for (const ClientOptionDescriptor& d : ClientOptionTable()) {
+    std::string def = ClientOptionDefault(d);
+    out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", d.name, codes(d.aliases),
+                       OptionKindName(d.kind), def.empty() ? "" : fmt::format("`{}`", def),
+                       codes(d.env), d.doc);
+  }
+  return out;
+}
 
 }  // namespace kvpool

@@ -64,11 +64,22 @@ Status ApplyClientOption(std::string_view key, std::string_view value, ClientOpt
 using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
 EnvLookup ProcessEnv();
 
+// The value of option `name` (a table name) from the first of its environment variables that
+// is set and non-empty in `env`; nullopt when none is (or `name` is no option). The client reads
+// its secrets this way when no option gives them (client_security.cc).
+std::optional<std::string> ClientOptionFromEnv(std::string_view name,
+                                               const EnvLookup& env = ProcessEnv());
+
 // Applies every option whose environment variable is set (non-empty) in `env`, leaving the
 // others as they are. Errors: as ApplyClientOption, also naming the variable.
 Status ApplyClientEnvironment(ClientOptions& o, const EnvLookup& env = ProcessEnv());
 
 // The default of every option as text, from a default-constructed ClientOptions.
 std::string ClientOptionDefault(const ClientOptionDescriptor& d);
+
+// The table as a Markdown table (name, other names, kind, default, environment, meaning), one
+// row per option: what `kvpool client-options` prints and docs/operations.md embeds (a test
+// keeps the two equal).
+std::string ClientOptionsMarkdown();
 
 }  // namespace kvpool

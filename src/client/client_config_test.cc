@@ -1,5 +1,6 @@
 #include "client/client_config.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -137,6 +138,31 @@ TEST(ClientConfig, EnvironmentThroughInjectedLookup) {
   EXPECT_EQ(st.code(), ErrorCode::INVALID_PARAMS);
   EXPECT_NE(st.message().find("MOONCAKE_GLOBAL_SEGMENT_SIZE"), std::string::npos);
   EXPECT_NE(st.message().find("global_segment_size"), std::string::npos);
+}
+
+TEST(ClientConfig, OneOptionFromItsEnvironmentVariables) {
+  std::map<std::string, std::string> env = {{"LOCAL_HOSTNAME", "h2"}, {"KVPOOL_TENANT_KEY", ""}};
+  auto lookup = [&](const char* name) -> std::optional<std::string> {
+    auto it = env.find(name);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  };
+  EXPECT_EQ(ClientOptionFromEnv("local_hostname", lookup), "h2");
+  env["MOONCAKE_LOCAL_HOSTNAME"] = "h1";  // the first variable listed wins
+  EXPECT_EQ(ClientOptionFromEnv("local_hostname", lookup), "h1");
+  EXPECT_EQ(ClientOptionFromEnv("tenant_key", lookup), std::nullopt);    // set but empty
+  EXPECT_EQ(ClientOptionFromEnv("segment_port", lookup), std::nullopt);  // has no variable
+  EXPECT_EQ(ClientOptionFromEnv("no_such_option", lookup), std::nullopt);
+}
+
+TEST(ClientConfig, MarkdownHasARowPerOption) {
+  std::string md = ClientOptionsMarkdown();
+  for (const ClientOptionDescriptor& d : ClientOptionTable()) {
+    EXPECT_NE(md.find(fmt::format("| `{}` |", d.name)), std::string::npos) << d.name;
+  }
+  EXPECT_NE(md.find("| `rpc_timeout_ms` | `rpc_timeout` | duration-ms | `5000` |"),
+            std::string::npos)
+      << md;
 }
 
 }  // namespace

@@ -2,16 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
-
-#include "common/env.h"
+#include "client/client_config.h"
 #include "common/tenant_key.h"
 
 namespace kvpool::client {
 namespace {
-
-// Environment variable naming a file that holds the tenant key (Python and SGLang set-ups).
-constexpr const char* kTenantKeyFileEnv = "KVPOOL_TENANT_KEY_FILE";
 
 // The tenant id and, when one is configured, the tenant key in place of the pool secret.
 Status ResolveTenant(const ClientOptions& options, rpc::ConnectOptions& connect) {
@@ -19,12 +14,11 @@ Status ResolveTenant(const ClientOptions& options, rpc::ConnectOptions& connect)
   connect.tenant_id = options.tenant_id;
   std::string key = options.tenant_key;
   if (key.empty()) {
-    // tenant_key_file, else $KVPOOL_TENANT_KEY_FILE, else $KVPOOL_TENANT_KEY.
+    // tenant_key_file, else its environment variable, else tenant_key's (the option table's
+    // $KVPOOL_TENANT_KEY_FILE and $KVPOOL_TENANT_KEY).
     std::string file = options.tenant_key_file;
-    if (std::optional<std::string> env = GetEnv(kTenantKeyFileEnv); file.empty() && env) {
-      file = std::move(*env);
-    }
-    auto read = rpc::ReadSecret(file, rpc::kTenantKeyEnv, "tenant_key_file");
+    if (file.empty()) file = ClientOptionFromEnv("tenant_key_file").value_or("");
+    auto read = rpc::ReadSecret(file, ClientOptionFromEnv("tenant_key"), "tenant_key_file");
     if (!read.ok()) return read.status();
     key = std::move(read).value();
   }
@@ -52,7 +46,9 @@ Result<ClientSecurity> ResolveClientSecurity(const ClientOptions& options) {
   s.tls_cert = options.tls_cert_file;
   s.tls_key = options.tls_key_file;
   s.tls_verify_client = options.tls_verify_client;
-  if (s.auth_secret.empty()) KVPOOL_RETURN_IF_ERROR(rpc::ResolveAuthSecret(s));
+  if (s.auth_secret.empty()) {
+    KVPOOL_RETURN_IF_ERROR(rpc::ResolveAuthSecret(s, ClientOptionFromEnv("auth_secret")));
+  }
   KVPOOL_RETURN_IF_ERROR(rpc::ValidateTls(s, /*also_client=*/options.global_segment_size > 0));
   out.connect.auth_secret = s.auth_secret;
   KVPOOL_RETURN_IF_ERROR(ResolveTenant(options, out.connect));

@@ -59,22 +59,6 @@ Status SplitHostPort(const std::string& text, ClientOptions& o) {
   return Status::Ok();
 }
 
-// A timeout in ms from Python into `out`; None leaves `out` (the default) alone. An int from 1
-// to one day, else INVALID_PARAMS naming `what`.
-Status TimeoutFromPy(py::handle v, std::string_view what, std::chrono::milliseconds& out) {
-  if (v.is_none()) return Status::Ok();
-  constexpr int64_t kMaxMs = 24LL * 3600 * 1000;
-  if (py::isinstance<py::bool_>(v) || !py::isinstance<py::int_>(v) || v < py::int_(1) ||
-      v > py::int_(kMaxMs)) {
-    return Status(ErrorCode::INVALID_PARAMS,
-                  fmt::format("{}={} must be an int number of milliseconds from 1 to {} (or None "
-                              "for the default, {} ms)",
-                              what, std::string(py::repr(v)), kMaxMs, out.count()));
-  }
-  out = std::chrono::milliseconds(v.cast<int64_t>());
-  return Status::Ok();
-}
-
 int Fail(const Status& st) {
   LogWarning(st.ToString());
   return ToPyCode(st);
@@ -85,29 +69,100 @@ std::vector<T> Repeat(size_t n, T value) {
   return std::vector<T>(n, value);
 }
 
-// setup(dict)'s keys besides the client option table (client/client_config.h): Mooncake setup()
+// setup()'s keys besides the client option table (client/client_config.h): Mooncake setup()
 // arguments that are no ClientOptions field (metadata service, staging buffer, NIC list alias
 // device_name, engine, HTTP server: unused or warned about; SSD offload: onto disk_path/size).
-// With the table's names and aliases they are the one list of keys setup(dict) accepts.
+// With the table's names and aliases they are the one list of keys setup() accepts.
 constexpr std::array<std::string_view, 10> kPythonLayerKeys = {
     "metadata_server",  "local_buffer_size",         "rdma_devices",     "device_name",
     "engine",           "enable_client_http_server", "client_http_port", "enable_ssd_offload",
     "ssd_offload_path", "ssd_offload_size"};
 
-// Table options SetupArgs carries as its own fields (Setup converts them from Python values);
-// every other table option reaches ClientOptions through SetupArgs::client_options.
-constexpr std::array<std::string_view, 13> kSetupArgsOptions = {
-    "local_hostname",     "global_segment_size", "protocol",         "master_server_address",
-    "tenant_id",          "verify_checksum",     "auth_secret_file", "tenant_key_file",
-    "tls_ca_file",        "tls_cert_file",       "tls_key_file",     "rpc_timeout_ms",
-    "transfer_timeout_ms"};
+// A Python value of a table option as the text its setter parses. Strings must be str, bools
+// bool, counts, ports and durations int (not bool), sizes an int or a "4gb"-style str; anything
+// else is py::cast_error (reported as "wrong type", naming the key).
+Result<std::string> OptionText(const ClientOptionDescriptor& d, py::handle v) {
+  switch (d.kind) {
+    case OptionKind::kString:
+      if (!py::isinstance<py::str>(v)) throw py::cast_error("not a str");
+      return v.cast<std::string>();
+    case OptionKind::kBool:
+      if (!py::isinstance<py::bool_>(v)) throw py::cast_error("not a bool");
+      return std::string(v.cast<bool>() ? "true" : "false");
+    case OptionKind::kSize: {
+      auto bytes = SizeFromPy(v, d.name);
+      if (!bytes.ok()) return bytes.status();
+      return std::to_string(*bytes);
+    }
+    case OptionKind::kCount:
+    case OptionKind::kDurationMs:
+    case OptionKind::kPort:
+      if (py::isinstance<py::bool_>(v) || !py::isinstance<py::int_>(v)) {
+        throw py::cast_error("not an int");
+      }
+      return std::string(py::str(v));
+  }
+  throw py::cast_error("unknown option kind");
+}
 
-// A bool, int or str as the text ApplyClientOption parses; py::cast_error for anything else.
-std::string OptionText(py::handle v) {
-  if (py::isinstance<py::bool_>(v)) return v.cast<bool>() ? "true" : "false";
-  if (py::isinstance<py::int_>(v)) return std::string(py::str(v));
-  if (py::isinstance<py::str>(v)) return v.cast<std::string>();
-  throw py::cast_error("not a bool, int or str");
+// What setup() takes beside ClientOptions: the Python-layer keys above.
+struct PythonLayer {
+  SsdOffload ssd;
+  bool warn_engine = false;
+  bool http_server = false;
+  int http_port = 9300;
+};
+
+// Applies one Python-layer key; py::cast_error on a wrong type.
+Status ApplyPythonLayerKey(const std::string& key, py::handle v, PythonLayer& p) {
+  if (key == "local_buffer_size") return SizeFromPy(v, key).status();  // checked, not needed
+  if (key == "metadata_server" || key == "rdma_devices" || key == "device_name") {
+    (void)v.cast<std::string>();  // no role: nodes are found through the master; TCP needs no NIC
+  } else if (key == "engine") {
+    p.warn_engine = !v.is_none();
+  } else if (key == "enable_client_http_server") {
+    p.http_server = v.cast<bool>();
+  } else if (key == "client_http_port") {
+    p.http_port = v.cast<int>();
+  } else if (key == "enable_ssd_offload") {
+    p.ssd.enabled = v.cast<bool>();
+  } else if (key == "ssd_offload_path") {
+    p.ssd.path = v.cast<std::string>();
+  } else if (key == "ssd_offload_size" && !v.is_none()) {
+    auto size = SizeFromPy(v, key);
+    if (!size.ok()) return size.status();
+    p.ssd.size = *size;
+  }
+  return Status::Ok();
+}
+
+// Applies one table option from its Python value. None keeps the default; local_hostname may
+// carry the segment's port ("host:port"). py::cast_error on a wrong type.
+Status ApplyTableOption(const ClientOptionDescriptor& d, py::handle v, ClientOptions& o) {
+  if (v.is_none()) return Status::Ok();
+  if (d.name == "local_hostname") {
+    if (!py::isinstance<py::str>(v)) throw py::cast_error("not a str");
+    return SplitHostPort(v.cast<std::string>(), o);
+  }
+  auto text = OptionText(d, v);
+  if (!text.ok()) return text.status();
+  return d.set(*text, o);
+}
+
+// A Python value of rpc_timeout_ms / transfer_timeout_ms (the table's syntax and bounds) into
+// `out`; None leaves `out` (the default) alone.
+Status TimeoutFromPy(py::handle v, const char* key, std::chrono::milliseconds& out) {
+  if (v.is_none()) return Status::Ok();
+  ClientOptions parsed;
+  try {
+    KVPOOL_RETURN_IF_ERROR(ApplyTableOption(*FindClientOption(key), v, parsed));
+  } catch (const py::cast_error&) {
+    return Status(
+        ErrorCode::INVALID_PARAMS,
+        fmt::format("{}={} must be an int number of milliseconds", key, std::string(py::repr(v))));
+  }
+  out = std::string_view(key) == "rpc_timeout_ms" ? parsed.rpc_timeout : parsed.transfer_timeout;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -158,139 +213,63 @@ int Store::Install(Result<std::unique_ptr<Client>> setup, const std::string& hos
                          "store is already set up; close() it before setting it up again"));
 }
 
-int Store::Setup(const SetupArgs& a) {
+int Store::Setup(const py::dict& config) {
   if (client().ok()) {
     return Fail(Status(ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS,
                        "store is already set up; close() it before setting it up again"));
   }
   ClientOptions o;
-  if (Status st = SplitHostPort(a.local_hostname, o); !st.ok()) return Fail(st);
-  auto segment = SizeFromPy(a.global_segment_size, "global_segment_size");
-  if (!segment.ok()) return Fail(segment.status());
-  auto local_buffer = SizeFromPy(a.local_buffer_size, "local_buffer_size");
-  if (!local_buffer.ok()) return Fail(local_buffer.status());
-  if (a.master_server_addr.empty()) {
-    return Fail(Status(ErrorCode::INVALID_PARAMS,
-                       "master_server_addr is empty; give the kvpool master as host:port"));
+  o.local_hostname = "localhost";   // Mooncake's default
+  o.master_server_address.clear();  // required here: no default master
+  PythonLayer layer;
+  for (auto item : config) {
+    const std::string key = py::str(item.first);
+    py::handle v = item.second;
+    const ClientOptionDescriptor* option = FindClientOption(key);
+    if (option == nullptr && std::ranges::find(kPythonLayerKeys, key) == kPythonLayerKeys.end()) {
+      return Fail(
+          Status(ErrorCode::INVALID_PARAMS,
+                 fmt::format("setup: unknown key '{}'; did you mean '{}'? (the client options are "
+                             "listed by kvpool._kvpool.client_options())",
+                             key, ClosestClientOption(key, kPythonLayerKeys))));
+    }
+    try {
+      Status st =
+          option != nullptr ? ApplyTableOption(*option, v, o) : ApplyPythonLayerKey(key, v, layer);
+      if (!st.ok()) return Fail(st);
+    } catch (const py::cast_error&) {
+      return Fail(Status(ErrorCode::INVALID_PARAMS, fmt::format("setup: '{}'={} has the wrong type",
+                                                                key, std::string(py::repr(v)))));
+    }
   }
-  if (!a.engine.is_none()) {
+  if (o.master_server_address.empty()) {
+    return Fail(Status(ErrorCode::INVALID_PARAMS,
+                       "setup: 'master_server_addr' (the kvpool master, host:port) is required"));
+  }
+  if (layer.warn_engine) {
     LogWarning(
         "setup(engine=...): kvpool moves bytes with its own transports; the Mooncake "
         "transfer engine passed in is not used");
   }
-  if (a.enable_client_http_server) {
+  if (layer.http_server) {
     LogWarning(
         fmt::format("setup(enable_client_http_server=True, client_http_port={}): kvpool "
                     "clients serve no HTTP endpoint; use `kvpool stat` or the store's "
                     "stat() for metrics",
-                    a.client_http_port));
-  }
-  if (Status st = TimeoutFromPy(a.rpc_timeout_ms, "rpc_timeout_ms", o.rpc_timeout); !st.ok()) {
-    return Fail(st);
-  }
-  if (Status st = TimeoutFromPy(a.transfer_timeout_ms, "transfer_timeout_ms", o.transfer_timeout);
-      !st.ok()) {
-    return Fail(st);
-  }
-  o.global_segment_size = *segment;
-  SsdOffload ssd{a.enable_ssd_offload, a.ssd_offload_path, std::nullopt};
-  if (!a.ssd_offload_size.is_none()) {
-    auto size = SizeFromPy(a.ssd_offload_size, "ssd_offload_size");
-    if (!size.ok()) return Fail(size.status());
-    ssd.size = *size;
+                    layer.http_port));
   }
   std::optional<std::string> env_path = GetEnv("MOONCAKE_OFFLOAD_FILE_STORAGE_PATH");
-  if (Status st = ApplySsdOffload(ssd, env_path ? env_path->c_str() : nullptr, *segment, &o);
+  if (Status st = ApplySsdOffload(layer.ssd, env_path ? env_path->c_str() : nullptr,
+                                  o.global_segment_size, &o);
       !st.ok()) {
     return Fail(st);
   }
-  o.protocol = a.protocol;
-  o.master_server_address = a.master_server_addr;
-  o.verify_checksum = a.verify_checksum;
-  o.auth_secret_file = a.auth_secret_file;
-  o.tenant_id = a.tenant_id;
-  o.tenant_key_file = a.tenant_key_file;
-  o.tls_ca_file = a.tls_ca_file;
-  o.tls_cert_file = a.tls_cert_file;
-  o.tls_key_file = a.tls_key_file;
-  for (const auto& [key, text] : a.client_options) {
-    if (Status st = ApplyClientOption(key, text, o); !st.ok()) return Fail(st);
-  }
-  // metadata_server, rdma_devices and local_buffer_size have no role here: nodes are found
-  // through the master, TCP needs no NIC list, and copying calls need no staging buffer in
-  // embedded mode.
   Result<std::unique_ptr<Client>> r = Status();
   {
     py::gil_scoped_release nogil;
     r = Client::Setup(o);
   }
   return Install(std::move(r), o.local_hostname, /*standalone=*/false);
-}
-
-int Store::SetupFromDict(const py::dict& config) {
-  SetupArgs a;
-  a.local_hostname = "localhost";
-  a.metadata_server = "P2PHANDSHAKE";
-  a.global_segment_size = py::int_(0);
-  a.local_buffer_size = py::int_(0);
-  a.protocol = "tcp";
-  a.engine = py::none();
-  for (auto item : config) {
-    std::string key = py::str(item.first);
-    py::handle v = item.second;
-    const ClientOptionDescriptor* option = FindClientOption(key);
-    if (option == nullptr && std::ranges::find(kPythonLayerKeys, key) == kPythonLayerKeys.end()) {
-      return Fail(Status(
-          ErrorCode::INVALID_PARAMS,
-          fmt::format("setup(config): unknown key '{}'; did you mean '{}'? (the client options "
-                      "are listed by kvpool._kvpool.client_options())",
-                      key, ClosestClientOption(key, kPythonLayerKeys))));
-    }
-    // Table aliases (Mooncake's names) are handled under the option's own name.
-    const std::string given = key;
-    if (option != nullptr) key = option->name;
-    try {
-      if (key == "local_hostname") a.local_hostname = v.cast<std::string>();
-      if (key == "metadata_server") a.metadata_server = v.cast<std::string>();
-      if (key == "global_segment_size")
-        a.global_segment_size = py::reinterpret_borrow<py::object>(v);
-      if (key == "local_buffer_size") a.local_buffer_size = py::reinterpret_borrow<py::object>(v);
-      if (key == "protocol") a.protocol = v.cast<std::string>();
-      if (key == "engine") a.engine = py::reinterpret_borrow<py::object>(v);  // warns if not None
-      if (key == "rdma_devices" || key == "device_name") a.rdma_devices = v.cast<std::string>();
-      if (key == "master_server_address") a.master_server_addr = v.cast<std::string>();
-      if (key == "enable_ssd_offload") a.enable_ssd_offload = v.cast<bool>();
-      if (key == "ssd_offload_path") a.ssd_offload_path = v.cast<std::string>();
-      if (key == "ssd_offload_size") a.ssd_offload_size = py::reinterpret_borrow<py::object>(v);
-      if (key == "tenant_id") a.tenant_id = v.cast<std::string>();
-      if (key == "enable_client_http_server") a.enable_client_http_server = v.cast<bool>();
-      if (key == "client_http_port") a.client_http_port = v.cast<int>();
-      if (key == "verify_checksum") a.verify_checksum = v.cast<bool>();
-      if (key == "auth_secret_file") a.auth_secret_file = v.cast<std::string>();
-      if (key == "tenant_key_file") a.tenant_key_file = v.cast<std::string>();
-      if (key == "tls_ca_file") a.tls_ca_file = v.cast<std::string>();
-      if (key == "tls_cert_file") a.tls_cert_file = v.cast<std::string>();
-      if (key == "tls_key_file") a.tls_key_file = v.cast<std::string>();
-      if (key == "rpc_timeout_ms") a.rpc_timeout_ms = py::reinterpret_borrow<py::object>(v);
-      if (key == "transfer_timeout_ms") {
-        a.transfer_timeout_ms = py::reinterpret_borrow<py::object>(v);
-      }
-      if (option != nullptr &&
-          std::ranges::find(kSetupArgsOptions, key) == kSetupArgsOptions.end()) {
-        a.client_options.emplace_back(key, OptionText(v));
-      }
-    } catch (const py::cast_error&) {
-      return Fail(
-          Status(ErrorCode::INVALID_PARAMS, fmt::format("setup(config): '{}'={} has the wrong type",
-                                                        given, std::string(py::repr(v)))));
-    }
-  }
-  if (a.master_server_addr.empty()) {
-    return Fail(Status(ErrorCode::INVALID_PARAMS,
-                       "setup(config): 'master_server_addr' (the kvpool master, host:port) is "
-                       "required"));
-  }
-  return Setup(a);
 }
 
 int Store::SetupDummy(py::handle mem_pool_size, py::handle local_buffer_size,

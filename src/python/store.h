@@ -29,40 +29,6 @@
 
 namespace kvpool::python {
 
-// The arguments of setup(...), Mooncake's order. Sizes arrive as Python objects (int or "4gb").
-struct SetupArgs {
-  std::string local_hostname;
-  std::string metadata_server;
-  pybind11::object global_segment_size;
-  pybind11::object local_buffer_size;
-  std::string protocol;
-  std::string rdma_devices;
-  std::string master_server_addr;
-  pybind11::object engine;
-  // Mooncake's SSD offload: a disk tier below the contributed segment (python/ssd_offload.h).
-  bool enable_ssd_offload = false;
-  std::string ssd_offload_path;
-  std::string tenant_id = "default";  // ClientOptions::tenant_id ("default": the default tenant)
-  bool enable_client_http_server = false;
-  int client_http_port = 9300;
-  bool verify_checksum = false;  // ClientOptions::verify_checksum
-  // Security (docs/security.md); the secret itself comes from this file or $KVPOOL_AUTH_SECRET.
-  std::string auth_secret_file;
-  // The tenant key of tenant_id (else $KVPOOL_TENANT_KEY_FILE / $KVPOOL_TENANT_KEY).
-  std::string tenant_key_file;
-  std::string tls_ca_file;
-  std::string tls_cert_file;
-  std::string tls_key_file;
-  // ClientOptions::rpc_timeout / transfer_timeout in ms; None keeps the defaults (5000 / 30000).
-  pybind11::object rpc_timeout_ms = pybind11::none();
-  pybind11::object transfer_timeout_ms = pybind11::none();
-  // kvpool's size of the SSD-offload disk tier (None: 4 x global_segment_size).
-  pybind11::object ssd_offload_size = pybind11::none();
-  // Other client option table keys (client/client_config.h) as key=text, applied in order
-  // through ApplyClientOption after the fields above.
-  std::vector<std::pair<std::string, std::string>> client_options;
-};
-
 class Store {
  public:
   using Keys = std::vector<std::string>;
@@ -75,8 +41,10 @@ class Store {
   Store& operator=(const Store&) = delete;
 
   // --- set-up (store.cc) ---
-  int Setup(const SetupArgs& args);
-  int SetupFromDict(const pybind11::dict& config);
+  // Embedded mode from setup()'s keys (the client option table's names and aliases, and the
+  // Python-layer keys in store.cc); setup(...)'s positional form passes its arguments here
+  // under their names. Returns 0 or a negative code (the reason in last_error()).
+  int Setup(const pybind11::dict& config);
   int SetupDummy(pybind11::handle mem_pool_size, pybind11::handle local_buffer_size,
                  const std::string& server_address, bool verify_checksum = false,
                  pybind11::handle rpc_timeout_ms = pybind11::none(),

@@ -87,25 +87,26 @@ void BindStore(py::module_& m) {
          bool enable_client_http_server, int client_http_port, bool verify_checksum,
          std::string tenant_key_file, py::object rpc_timeout_ms, py::object transfer_timeout_ms,
          py::object ssd_offload_size) {
-        SetupArgs a{std::move(local_hostname),
-                    std::move(metadata_server),
-                    std::move(global_segment_size),
-                    std::move(local_buffer_size),
-                    std::move(protocol),
-                    std::move(rdma_devices),
-                    std::move(master_server_addr),
-                    std::move(engine),
-                    enable_ssd_offload,
-                    std::move(ssd_offload_path),
-                    std::move(tenant_id),
-                    enable_client_http_server,
-                    client_http_port,
-                    verify_checksum};
-        a.tenant_key_file = std::move(tenant_key_file);
-        a.rpc_timeout_ms = std::move(rpc_timeout_ms);
-        a.transfer_timeout_ms = std::move(transfer_timeout_ms);
-        a.ssd_offload_size = std::move(ssd_offload_size);
-        return s.Setup(a);
+        py::dict config;
+        config["local_hostname"] = local_hostname;
+        config["metadata_server"] = metadata_server;
+        config["global_segment_size"] = global_segment_size;
+        config["local_buffer_size"] = local_buffer_size;
+        config["protocol"] = protocol;
+        config["rdma_devices"] = rdma_devices;
+        config["master_server_addr"] = master_server_addr;
+        config["engine"] = engine;
+        config["enable_ssd_offload"] = enable_ssd_offload;
+        config["ssd_offload_path"] = ssd_offload_path;
+        config["tenant_id"] = tenant_id;
+        config["enable_client_http_server"] = enable_client_http_server;
+        config["client_http_port"] = client_http_port;
+        config["verify_checksum"] = verify_checksum;
+        config["tenant_key_file"] = tenant_key_file;
+        config["rpc_timeout_ms"] = rpc_timeout_ms;
+        config["transfer_timeout_ms"] = transfer_timeout_ms;
+        config["ssd_offload_size"] = ssd_offload_size;
+        return s.Setup(config);
       },
       py::arg("local_hostname"), py::arg("metadata_server"), py::arg("global_segment_size"),
       py::arg("local_buffer_size"), py::arg("protocol"), py::arg("rdma_devices"),
@@ -128,7 +129,7 @@ void BindStore(py::module_& m) {
       "enable_ssd_offload: a disk tier below the segment, in ssd_offload_path (else "
       "$MOONCAKE_OFFLOAD_FILE_STORAGE_PATH), of ssd_offload_size bytes (default 4 x "
       "global_segment_size; docs/operations.md, \"Disk tier\"). Returns 0 or a negative code.");
-  cls.def("setup", &S::SetupFromDict, py::arg("config"),
+  cls.def("setup", &S::Setup, py::arg("config"),
           "setup() with the same fields as a dict (sizes may be \"512MB\"-style strings; "
           "'master_server_addr' or 'master_server_address' is required). Also takes "
           "'auth_secret_file', 'tenant_key_file', 'tls_ca_file', 'tls_cert_file', 'tls_key_file', "

@@ -58,7 +58,8 @@ void AddSecurityFlags(CLI::App& app, SecurityOptions& o, bool server) {
   }
 }
 
-Result<std::string> ReadSecret(const std::string& file, const char* env, const char* flag) {
+Result<std::string> ReadSecret(const std::string& file, std::optional<std::string> from_env,
+                               const char* flag) {
   std::string secret;
   if (!file.empty()) {
     std::ifstream in(file, std::ios::binary);
@@ -77,15 +78,19 @@ Result<std::string> ReadSecret(const std::string& file, const char* env, const c
     }
     return secret;
   }
-  if (std::optional<std::string> value = GetEnv(env)) {
-    secret = std::move(*value);
+  if (from_env) {
+    secret = std::move(*from_env);
     DropTrailingNewlines(secret);
   }
   return secret;
 }
 
 Status ResolveAuthSecret(SecurityOptions& o) {
-  auto secret = ReadSecret(o.auth_secret_file, kAuthSecretEnv, "auth_secret_file");
+  return ResolveAuthSecret(o, GetEnv(kAuthSecretEnv));
+}
+
+Status ResolveAuthSecret(SecurityOptions& o, std::optional<std::string> from_env) {
+  auto secret = ReadSecret(o.auth_secret_file, std::move(from_env), "auth_secret_file");
   if (!secret.ok()) return secret.status();
   o.auth_secret = std::move(secret).value();
   return Status::Ok();

@@ -3,6 +3,7 @@
 // by AddSecurityFlags and completed by ResolveAuthSecret; see docs/security.md.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "kvpool/status.h"
@@ -15,8 +16,6 @@ namespace kvpool::rpc {
 
 // Environment variable holding the shared secret when no file is given.
 inline constexpr const char* kAuthSecretEnv = "KVPOOL_AUTH_SECRET";
-// Environment variable holding a client's tenant key when no file is given.
-inline constexpr const char* kTenantKeyEnv = "KVPOOL_TENANT_KEY";
 
 struct SecurityOptions {
   // File whose contents (trailing newlines dropped) are the shared secret. Flag
@@ -49,16 +48,19 @@ struct SecurityOptions {
 // refused with a message pointing at the file and the environment variable.
 void AddSecurityFlags(CLI::App& app, SecurityOptions& o, bool server);
 
-// Fills o.auth_secret: from o.auth_secret_file when set, else from $KVPOOL_AUTH_SECRET when
-// set, else leaves it empty. Trailing "\n"/"\r\n" are dropped (files written by `echo`).
+// Fills o.auth_secret: from o.auth_secret_file when set, else from `from_env` (a server's
+// $KVPOOL_AUTH_SECRET when not given; a client passes what its option table read) when set,
+// else leaves it empty. Trailing "\n"/"\r\n" are dropped (files written by `echo`).
 // Errors: FILE_NOT_FOUND / FILE_READ_FAIL naming the file; INVALID_PARAMS for an empty secret
 // from an explicitly named file.
 Status ResolveAuthSecret(SecurityOptions& o);
+Status ResolveAuthSecret(SecurityOptions& o, std::optional<std::string> from_env);
 
-// A secret from `file` (trailing newlines dropped) when it is set, else from the environment
-// variable `env` when set, else "". `flag` names the file's option in errors:
-// FILE_NOT_FOUND / FILE_READ_FAIL, INVALID_PARAMS for an empty file.
-Result<std::string> ReadSecret(const std::string& file, const char* env, const char* flag);
+// A secret from `file` (trailing newlines dropped) when it is set, else `from_env` (an
+// environment variable's value as the caller read it) when set, else "". `flag` names the
+// file's option in errors: FILE_NOT_FOUND / FILE_READ_FAIL, INVALID_PARAMS for an empty file.
+Result<std::string> ReadSecret(const std::string& file, std::optional<std::string> from_env,
+                               const char* flag);
 
 // INVALID_PARAMS naming the flag when the TLS settings are incomplete: a key without a cert (or
 // the reverse), --tls_verify_client without --tls_ca, or (`also_client`: a node or embedded

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "client/client_config.h"
 #include "client/client_security.h"
 #include "common/keys.h"
 #include "common/units.h"
@@ -26,15 +27,43 @@ int Fail(const std::string& what, const Status& st) {
   return 1;
 }
 
-Result<std::unique_ptr<Client>> Connect(const ClientCommandOptions& o) {
+// "KEY=VALUE" of --option split at its first '='; INVALID_PARAMS when there is none.
+Result<std::pair<std::string, std::string>> SplitOption(const std::string& kv) {
+  size_t eq = kv.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("--option '{}': expected KEY=VALUE (a client option, as in "
+                              "docs/operations.md \"Client options\")",
+                              kv));
+  }
+  return std::pair{kv.substr(0, eq), kv.substr(eq + 1)};
+}
+
+// The client's options from the command's flags, through the client option table (the same
+// names, syntax and checks as Python's setup() and the C++ API): the named flags first, then
+// each --option in order, so --option overrides them.
+Result<ClientOptions> CommandClientOptions(const ClientCommandOptions& o) {
   ClientOptions co;
-  co.master_server_address = o.master;
-  co.rpc_timeout = std::chrono::milliseconds(o.timeout_ms);
   co.transfer_timeout = std::chrono::milliseconds(std::max(o.timeout_ms, 30000));
+  const std::pair<const char*, std::string> named[] = {
+      {"master_server_address", o.master},
+      {"rpc_timeout_ms", std::to_string(o.timeout_ms)},
+      {"tenant_id", o.tenant_id},
+      {"tenant_key_file", o.tenant_key_file}};
+  for (const auto& [key, value] : named) KVPOOL_RETURN_IF_ERROR(ApplyClientOption(key, value, co));
   client::ApplySecurityFlags(o.security, co);
-  co.tenant_id = o.tenant_id;
-  co.tenant_key_file = o.tenant_key_file;
-  return Client::Setup(co);
+  for (const std::string& kv : o.client_options) {
+    auto split = SplitOption(kv);
+    if (!split.ok()) return split.status();
+    KVPOOL_RETURN_IF_ERROR(ApplyClientOption(split->first, split->second, co));
+  }
+  return co;
+}
+
+Result<std::unique_ptr<Client>> Connect(const ClientCommandOptions& o) {
+  auto co = CommandClientOptions(o);
+  if (!co.ok()) return co.status();
+  return Client::Setup(*co);
 }
 
 // FILE of a put: a regular file, opened without blocking (a FIFO would wait for a writer) and
@@ -296,6 +325,16 @@ void AddClientCommands(CLI::App& app, ClientCommandOptions& o, int& exit_code) {
     cmd->add_option("--tenant_id", o.tenant_id, "Tenant whose keys to use (default: the default)");
     cmd->add_option("--tenant_key_file", o.tenant_key_file,
                     "File holding the tenant key of --tenant_id (default: $KVPOOL_TENANT_KEY)");
+    cmd->add_option("-o,--option", o.client_options,
+                    "KEY=VALUE: any client option by its name or Mooncake's (repeatable; "
+                    "`kvpool client-options` lists them)")
+        ->check([](const std::string& kv) -> std::string {
+          auto split = SplitOption(kv);
+          if (!split.ok()) return split.status().message();
+          ClientOptions scratch;
+          Status st = ApplyClientOption(split->first, split->second, scratch);
+          return st.ok() ? std::string() : st.message();
+        });
   };
   auto* put = app.add_subcommand("put", "Store FILE's bytes under KEY");
   put->add_option("KEY", o.key)->required();
@@ -319,6 +358,13 @@ void AddClientCommands(CLI::App& app, ClientCommandOptions& o, int& exit_code) {
   rm->add_flag("--force", o.force, "Remove even while a reader holds a lease");
   add_common(rm);
   rm->callback([&] { exit_code = Remove(o, o.key, o.force); });
+
+  auto* options = app.add_subcommand(
+      "client-options", "Print the client options (-o KEY=VALUE, Python setup() keys) as a table");
+  options->callback([&] {
+    std::cout << ClientOptionsMarkdown();
+    exit_code = 0;
+  });
 
   auto* stat = app.add_subcommand("stat", "Segments, capacity, use and object count");
   stat->add_flag("--json", o.json, "Print one JSON object instead of a table");
