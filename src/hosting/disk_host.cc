@@ -331,6 +331,7 @@ DiskHostStats DiskHost::stats() const {
   s.evicted = evicted_.load(std::memory_order_relaxed);
   s.read_requests = read_requests_.load(std::memory_order_relaxed);
   s.read_failures = read_failures_.load(std::memory_order_relaxed);
+  s.direct_reads = direct_reads_.load(std::memory_order_relaxed);
   s.promoted = promoted_.load(std::memory_order_relaxed);
   s.promote_failed = promote_failed_.load(std::memory_order_relaxed);
   s.dropped_unreadable = dropped_unreadable_.load(std::memory_order_relaxed);

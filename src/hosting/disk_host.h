@@ -82,6 +82,7 @@ struct DiskHostStats {
   uint64_t evicted = 0;             // objects the tier evicted (least recently used)
   uint64_t read_requests = 0;       // READs served from disk
   uint64_t read_failures = 0;       // of which failed (checksum, I/O, unknown range)
+  uint64_t direct_reads = 0;        // of which read straight into the caller's memory (ReadInto)
   uint64_t promoted = 0;            // objects copied back to DRAM and listed there by the master
   uint64_t promote_failed = 0;      // promotions given up (no DRAM room, I/O, refused, queue full)
   uint64_t dropped_unreadable = 0;  // objects unlisted because they failed a second read
@@ -117,6 +118,12 @@ class DiskHost : public transfer::TierReader {
   void Offload(const rpc::JournalEntry& commit);
 
   std::optional<rpc::Reply> Read(const rpc::DataRequest& req) override;
+  // In-process reads (a standalone engine's gets through its node, an embedded client's of its
+  // own tier): when every range is a whole number of the tier's alignment() and lands at an
+  // aligned address of one `dst` iovec, the disk reads straight into `dst` (checksums checked
+  // there). A disk that never completes I/O, even cancelled, may write `dst` after the error
+  // return (disk/uring_queue.h, "wedged"): the tier then refuses all later I/O.
+  std::optional<Status> ReadInto(const rpc::DataRequest& req, std::span<const iovec> dst) override;
   // Called before the DRAM segment is mounted (again): waits for a promotion fill in progress
   // and makes every reservation asked for before it void (never filled, only cancelled). A
   // master that lists the segment anew may place puts in any range it sees free, reserved
@@ -179,6 +186,9 @@ class DiskHost : public transfer::TierReader {
     std::vector<disk::DiskTier::ReadOp> ops;
   };
   Result<PreparedRead> PrepareRead(const rpc::DataRequest& req);
+  // The checks PrepareRead and ReadInto share: the incarnation, each range a listed object,
+  // all of them within the tier's size. Returns the bytes the ranges reserve on disk.
+  Result<uint64_t> CheckReadRanges(const rpc::DataRequest& req) const;
   // After a read's I/O: counts hits, or failures (queuing the objects to check again).
   void NoteReadResult(std::span<const disk::DiskTier::ReadOp> ops, const Status& st);
   void StartReaders();
@@ -246,7 +256,7 @@ class DiskHost : public transfer::TierReader {
   std::atomic<bool> master_error_logged_{false};
 
   std::atomic<uint64_t> offloaded_{0}, skipped_{0}, dropped_{0}, failed_{0}, evicted_{0};
-  std::atomic<uint64_t> read_requests_{0}, read_failures_{0};
+  std::atomic<uint64_t> read_requests_{0}, read_failures_{0}, direct_reads_{0};
   std::atomic<uint64_t> promoted_{0}, promote_failed_{0}, dropped_unreadable_{0};
   // Streamed reads waiting for a reader thread (disk_reads.cc). One thread per read ring, so
   // every ring can have a read in flight.

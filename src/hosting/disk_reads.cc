@@ -7,7 +7,7 @@
 
 namespace kvpool::hosting {
 
-Result<DiskHost::PreparedRead> DiskHost::PrepareRead(const rpc::DataRequest& req) {
+Result<uint64_t> DiskHost::CheckReadRanges(const rpc::DataRequest& req) const {
   if (req.segment_incarnation() != 0 && req.segment_incarnation() != incarnation_) {
     return Status(ErrorCode::SEGMENT_NOT_FOUND,
                   fmt::format("segment={} incarnation={:016x} is not served here (this disk "
@@ -15,7 +15,7 @@ Result<DiskHost::PreparedRead> DiskHost::PrepareRead(const rpc::DataRequest& req
                               name_, req.segment_incarnation(), incarnation_));
   }
   // The ranges come from the wire: each must name a listed object (which bounds its length),
-  // and all of them together at most the tier's size, before they size the buffer.
+  // and all of them together at most the tier's size, before they size a buffer.
   uint64_t total = 0;
   const uint64_t capacity = tier_->capacity();
   for (const rpc::Range& r : req.ranges()) {
@@ -32,8 +32,14 @@ Result<DiskHost::PreparedRead> DiskHost::PrepareRead(const rpc::DataRequest& req
                                 name_, req.ranges_size(), capacity));
     }
   }
+  return total;
+}
+
+Result<DiskHost::PreparedRead> DiskHost::PrepareRead(const rpc::DataRequest& req) {
+  auto total = CheckReadRanges(req);
+  if (!total.ok()) return total.status();
   PreparedRead p;
-  p.buffer = read_buffers_->Acquire(total);  // reused, not faulted in afresh
+  p.buffer = read_buffers_->Acquire(*total);  // reused, not faulted in afresh
   p.ops.reserve(req.ranges_size());
   uint64_t pos = 0;
   for (const rpc::Range& r : req.ranges()) {
@@ -41,6 +47,47 @@ Result<DiskHost::PreparedRead> DiskHost::PrepareRead(const rpc::DataRequest& req
     pos += tier_->Reserved(r.length());
   }
   return p;
+}
+
+namespace {
+
+// Ops reading `ranges` straight into `dst` when each range is a whole number of `align` bytes
+// and lands at an `align`-aligned address inside one iovec; nullopt otherwise.
+std::optional<std::vector<disk::DiskTier::ReadOp>> DirectOps(
+    const google::protobuf::RepeatedPtrField<rpc::Range>& ranges, std::span<const iovec> dst,
+    uint64_t align) {
+  std::vector<disk::DiskTier::ReadOp> ops;
+  ops.reserve(ranges.size());
+  size_t vi = 0;
+  uint64_t used = 0;  // of dst[vi]
+  for (const rpc::Range& r : ranges) {
+    while (vi < dst.size() && used == dst[vi].iov_len) ++vi, used = 0;
+    if (vi == dst.size() || r.length() % align != 0 || dst[vi].iov_len - used < r.length()) {
+      return std::nullopt;
+    }
+    uint8_t* at = static_cast<uint8_t*>(dst[vi].iov_base) + used;
+    if (reinterpret_cast<uintptr_t>(at) % align != 0) return std::nullopt;
+    ops.push_back(disk::DiskTier::ReadOp{r.offset(), r.length(), at});
+    used += r.length();
+  }
+  return ops;
+}
+
+}  // namespace
+
+std::optional<Status> DiskHost::ReadInto(const rpc::DataRequest& req, std::span<const iovec> dst) {
+  if (!bound_.load(std::memory_order_acquire) || req.segment_name() != name_) return std::nullopt;
+  auto ops = DirectOps(req.ranges(), dst, tier_->alignment());
+  if (!ops) return std::nullopt;
+  read_requests_.fetch_add(1, std::memory_order_relaxed);
+  direct_reads_.fetch_add(1, std::memory_order_relaxed);
+  if (auto checked = CheckReadRanges(req); !checked.ok()) {
+    read_failures_.fetch_add(1, std::memory_order_relaxed);
+    return checked.status();
+  }
+  Status st = tier_->Read(*ops, nullptr);
+  NoteReadResult(*ops, st);
+  return st;
 }
 
 void DiskHost::NoteReadResult(std::span<const disk::DiskTier::ReadOp> ops, const Status& st) {

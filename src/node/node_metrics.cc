@@ -75,6 +75,10 @@ void RenderDisk(metrics::TextWriter& w, const hosting::DiskHostStats& d) {
   w.WriteCounter("kvpool_node_disk_hits_total",
                  "READ requests served from the disk tier (failed ones included).",
                  d.read_requests);
+  w.WriteCounter("kvpool_node_disk_direct_reads_total",
+                 "READ requests of this process's own clients read from disk straight into their "
+                 "memory (standalone engines' pages), with no copy.",
+                 d.direct_reads);
   w.WriteCounter("kvpool_node_disk_read_failures_total",
                  "READ requests of the disk tier that failed (checksum, I/O error, unknown range).",
                  d.read_failures);

@@ -4,7 +4,10 @@
 // Threading: Read is called from the data server's threads, concurrently.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <optional>
+#include <span>
 
 #include "rpc/kvpool.pb.h"
 #include "rpc/server.h"
@@ -17,6 +20,14 @@ class TierReader {
   // The reply to READ `req` (payload: the ranges' bytes, kept alive by the reply) when the
   // request names this reader's segment; nullopt when it names another.
   virtual std::optional<rpc::Reply> Read(const rpc::DataRequest& req) = 0;
+  // Reads the ranges of `req` straight into `dst` (the caller's memory, as many bytes as the
+  // ranges together, in their order) when the request names this reader's segment and the
+  // bytes can land there with no copy; nullopt otherwise (the caller then uses Read). Errors as
+  // Read's reply codes; after an error nothing in `dst` is valid. Default: never.
+  virtual std::optional<Status> ReadInto(const rpc::DataRequest& /*req*/,
+                                         std::span<const iovec> /*dst*/) {
+    return std::nullopt;
+  }
 };
 
 }  // namespace kvpool::transfer

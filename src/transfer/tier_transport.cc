@@ -26,6 +26,7 @@ Status TierTransport::Read(const SegmentRanges& src, std::span<const iovec> dst,
   req.set_segment_incarnation(src.incarnation);
   req.mutable_ranges()->Reserve(static_cast<int>(src.ranges.size()));
   for (const auto& r : src.ranges) *req.add_ranges() = r;
+  if (std::optional<Status> direct = reader_->ReadInto(req, dst)) return *direct;
   req.set_status_trailer(true);
   std::optional<rpc::Reply> reply = reader_->Read(req);
   if (!reply) {

@@ -1,8 +1,10 @@
 // Transport for this process's own tier segments (a segment host's disk tier): a READ goes
-// straight to the TierReader, as the data service would hand it a peer's, and the streamed
-// reply's ranges are copied into the caller's memory as each comes off the disk and passes its
-// checksum. No socket lies between a client and its own host's disk: a standalone engine's gets
-// of objects on its node's disk, an embedded client's reads of its own disk tier.
+// straight to the TierReader: into the caller's memory itself when the reader can place it
+// there (TierReader::ReadInto: a disk tier's O_DIRECT reads into aligned destinations), else as
+// the data service would hand it a peer's, the streamed reply's ranges copied into the caller's
+// memory as each comes off the disk and passes its checksum. No socket lies between a client and
+// its own host's disk: a standalone engine's gets of objects on its node's disk, an embedded
+// client's reads of its own disk tier.
 #pragma once
 
 #include "transfer/tier_reader.h"
