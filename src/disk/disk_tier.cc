@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -160,10 +161,17 @@ Status Preallocate(int fd, const std::string& dir, const std::string& path, uint
 }  // namespace
 
 AlignedBuffer::AlignedBuffer(uint64_t size, uint64_t alignment) {
+  // Buffers of a huge page or more are huge-page aligned and backed by transparent huge pages
+  // where the kernel has them: a batch's copy and its O_DIRECT I/O then touch and pin one page
+  // per 2 MiB instead of 512.
+  constexpr uint64_t kHugePage = 2 << 20;
+  const bool huge = size >= kHugePage;
+  if (huge) alignment = std::max(alignment, kHugePage);
   size_ = (size + alignment - 1) & ~(alignment - 1);
   if (size_ == 0) return;
   data_ = static_cast<uint8_t*>(std::aligned_alloc(alignment, size_));
   if (data_ == nullptr) throw std::bad_alloc();
+  if (huge) ::madvise(data_, size_, MADV_HUGEPAGE);  // best effort
 }
 
 AlignedBuffer::~AlignedBuffer() { std::free(data_); }
