@@ -234,6 +234,11 @@ class Client {
   //  - A batch costs one request to the node and, there, one control round trip to the master
   //    per phase, as in embedded mode; the node checks each slice against the memory this
   //    client registered (INVALID_PARAMS otherwise) and moves the bytes itself.
+  //  - IsExist / BatchIsExist / ExistsPrefix: one round trip to the master itself when the
+  //    node named it at attach (it does so when the pool asks no credential: no secret, no
+  //    TLS), else relayed by the node. Results and errors are the same either way; while the
+  //    node is down they fail like every other call (RPC_FAIL), and a master the client cannot
+  //    reach (RPC_FAIL) is asked through the node instead.
   // Errors: INVALID_PARAMS (bad address, zero timeouts), RPC_FAIL / RPC_TIMEOUT (no node
   // listening: the message names the socket), NO_AVAILABLE_HANDLE (staging buffer).
   static Result<std::unique_ptr<Client>> SetupStandalone(const StandaloneOptions& options);

@@ -69,6 +69,7 @@ Status NodeLink::AttachLocked(Deadline deadline) {
   session_id_ = reply.session_id();
   session_token_ = reply.session_token();
   segment_name_ = reply.segment_name();
+  master_server_address_ = reply.master_server_address();
   ++generation_;
   up_ = true;
   master_reachable_ = true;
@@ -174,6 +175,13 @@ int NodeLink::Health() {
 std::string NodeLink::segment_name() const {
   std::lock_guard<DeadlineMutex> lock(mu_);
   return segment_name_;
+}
+
+bool NodeLink::up() const { return up_.load(std::memory_order_acquire); }
+
+std::string NodeLink::master_server_address() const {
+  std::lock_guard<DeadlineMutex> lock(mu_);
+  return master_server_address_;
 }
 
 void NodeLink::StartHeartbeat() {

@@ -65,6 +65,12 @@ class NodeLink {
   int Health();
   // The node's segment name (empty before the first attach).
   std::string segment_name() const;
+  // The master the node named at the last attach for the engine to ask itself (empty: the node
+  // relays every query; AttachReply.master_server_address).
+  std::string master_server_address() const;
+  // Whether the last call or heartbeat found the node attached (false once one failed, until a
+  // re-attach succeeds).
+  bool up() const;
   // Stops the heartbeat and closes every connection (the node then drops the session).
   void Close();
 
@@ -91,13 +97,15 @@ class NodeLink {
   // deadline (a re-attach to a hung node holds it for up to rpc_timeout).
   mutable DeadlineMutex mu_;
   ConnPtr control_;
-  bool up_ = false;
+  // Written under mu_; read without it by up() (a query must not wait for a heartbeat in flight).
+  std::atomic<bool> up_{false};
   bool closed_ = false;
   bool ever_attached_ = false;
   uint64_t session_id_ = 0;
   uint64_t session_token_ = 0;
   uint64_t generation_ = 0;  // bumped on every attach; stale data connections are dropped
   std::string segment_name_;
+  std::string master_server_address_;
 
   std::mutex data_mu_;
   std::vector<Idle> idle_;  // guarded by data_mu_

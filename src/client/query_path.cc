@@ -3,80 +3,21 @@
 #include <spdlog/spdlog.h>
 
 #include "client/client_impl.h"
+#include "client/master_queries.h"
 #include "client/pool_stat_proto.h"
 #include "common/keys.h"
 
 namespace kvpool::client {
-namespace {
-
-// Validates keys into `status` and records the valid ones' batch indexes in `sent`. Returns the
-// keys to send: `keys` itself when all are valid (no copy), else `*copy` filled with the valid
-// ones.
-const std::vector<std::string>& ValidKeys(const std::vector<std::string>& keys,
-                                          std::vector<Status>& status, std::vector<size_t>& sent,
-                                          std::vector<std::string>* copy) {
-  status.assign(keys.size(), Status::Ok());
-  sent.reserve(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    status[i] = ValidateKey(keys[i]);
-    if (status[i].ok()) sent.push_back(i);
-  }
-  if (sent.size() == keys.size()) return keys;
-  for (size_t i : sent) copy->push_back(keys[i]);
-  return *copy;
-}
-
-// Spreads a CodesReply over the batch: codes <= 0 become statuses (0 = OK), 1 stays OK.
-void SpreadCodes(const Result<rpc::CodesReply>& reply, const std::vector<size_t>& sent,
-                 std::vector<Status>& status, std::vector<int32_t>* raw) {
-  if (reply.ok() && reply->codes_size() != static_cast<int>(sent.size())) {
-    for (size_t i : sent) status[i] = Status(ErrorCode::INTERNAL_ERROR, "reply size mismatch");
-    return;
-  }
-  for (size_t k = 0; k < sent.size(); ++k) {
-    size_t i = sent[k];
-    if (!reply.ok()) {
-      status[i] = reply.status();
-      continue;
-    }
-    int32_t code = reply->codes(static_cast<int>(k));
-    if (raw != nullptr) (*raw)[i] = code;
-    if (code < 0) {
-      std::string msg = k < static_cast<size_t>(reply->messages_size())
-                            ? reply->messages(static_cast<int>(k))
-                            : std::string();
-      status[i] = Status(ErrorCodeFromInt(code), msg);
-    }
-  }
-}
-
-}  // namespace
-
 Result<bool> ClientImpl::IsExist(const std::string& key) { return BatchIsExist({key})[0]; }
 
 std::vector<Result<bool>> ClientImpl::BatchIsExist(const std::vector<std::string>& keys) {
-  std::vector<Status> status;
-  std::vector<size_t> sent;
-  std::vector<int32_t> raw(keys.size(), 0);
   if (Status st = CheckOpen(); !st.ok()) return std::vector<Result<bool>>(keys.size(), st);
-  std::vector<std::string> copy;
-  const auto& valid = ValidKeys(keys, status, sent, &copy);
-  if (!sent.empty()) SpreadCodes(master_->Exists(valid, RpcDeadline()), sent, status, &raw);
-  std::vector<Result<bool>> out;
-  out.reserve(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    out.push_back(status[i].ok() ? Result<bool>(raw[i] == 1) : Result<bool>(status[i]));
-  }
-  return out;
+  return AskExists(*master_, keys, RpcDeadline());
 }
 
 Result<size_t> ClientImpl::ExistsPrefix(const std::vector<std::string>& keys) {
   KVPOOL_RETURN_IF_ERROR(CheckOpen());
-  for (const auto& k : keys) KVPOOL_RETURN_IF_ERROR(ValidateKey(k));
-  if (keys.empty()) return size_t{0};
-  auto r = master_->ExistsPrefix(keys, RpcDeadline());
-  if (!r.ok()) return r.status();
-  return static_cast<size_t>(*r);
+  return AskExistsPrefix(*master_, keys, RpcDeadline());
 }
 
 Result<uint64_t> ClientImpl::GetSize(const std::string& key) {

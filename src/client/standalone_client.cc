@@ -5,12 +5,16 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "client/address_range.h"
 #include "client/host_memory_registry.h"
 #include "client/key_chunked.h"
+#include "client/master_queries.h"
 #include "client/pool_stat_proto.h"
 #include "common/key_chunks.h"
 #include "common/random_id.h"
+#include "ha/etcd_address.h"
 #include "rpc/endpoint.h"
 
 namespace kvpool {
@@ -86,6 +90,15 @@ StandaloneClient::~StandaloneClient() { (void)Close(); }
 
 Status StandaloneClient::Init() {
   KVPOOL_RETURN_IF_ERROR(link_->Attach(RpcDeadline()));
+  if (std::string address = link_->master_server_address(); !address.empty()) {
+    auto master = ha::ParseMasterAddress(address, 50051, "master_server_address");
+    if (master.ok()) {
+      master_ = master::MasterClient::For(*master, client_id_);
+    } else {  // the node's own flag parsed there: not expected; keep relaying
+      spdlog::warn("node named master {}: {} (queries stay relayed by the node)", address,
+                   master.status().ToString());
+    }
+  }
   staging_size_ =
       options_.local_buffer_size > 0 ? options_.local_buffer_size : kDefaultStagingBytes;
   auto mem = allocator_.Alloc(staging_size_);
@@ -233,12 +246,37 @@ std::vector<Status> StatusesOf(const Status& call, const rpc::CodesReply& reply,
 
 Result<bool> StandaloneClient::IsExist(const std::string& key) { return BatchIsExist({key})[0]; }
 
+namespace {
+
+// The master could not be reached at all (it may be reachable through the node still, e.g. a
+// master address the node resolves differently): worth one try through the node.
+bool Unreached(const Status& st) { return st.code() == ErrorCode::RPC_FAIL; }
+
+}  // namespace
+
+bool StandaloneClient::DirectQueries() const {
+  // While the node is down its engines see the pool as down (RPC_FAIL from the relay), as a
+  // put or get would: the master may still list the node's objects it cannot know are gone.
+  return master_ != nullptr && link_->up();
+}
+
 std::vector<Result<bool>> StandaloneClient::BatchIsExist(const std::vector<std::string>& keys) {
   if (Status st = CheckOpen(); !st.ok()) return std::vector<Result<bool>>(keys.size(), st);
   if (keys.empty()) return {};
+  if (DirectQueries()) {
+    std::vector<Result<bool>> out = AskExists(*master_, keys, RpcDeadline());
+    if (std::none_of(out.begin(), out.end(),
+                     [](const Result<bool>& r) { return Unreached(r.status()); })) {
+      return out;
+    }
+  }
+  return RelayedExists(keys);
+}
+
+std::vector<Result<bool>> StandaloneClient::RelayedExists(const std::vector<std::string>& keys) {
   if (auto chunks = KeyChunks(keys); chunks.size() > 1) {  // too big for one frame
     return ConcatChunks(chunks,
-                        [&](size_t b, size_t e) { return BatchIsExist(PartOf(keys, b, e)); });
+                        [&](size_t b, size_t e) { return RelayedExists(PartOf(keys, b, e)); });
   }
   rpc::CodesReply reply;
   Status call = link_->Data(rpc::LOCAL_EXISTS, KeysOf(keys), &reply, RpcDeadline());
@@ -257,6 +295,14 @@ std::vector<Result<bool>> StandaloneClient::BatchIsExist(const std::vector<std::
 
 Result<size_t> StandaloneClient::ExistsPrefix(const std::vector<std::string>& keys) {
   KVPOOL_RETURN_IF_ERROR(CheckOpen());
+  if (DirectQueries()) {
+    Result<size_t> direct = AskExistsPrefix(*master_, keys, RpcDeadline());
+    if (!Unreached(direct.status())) return direct;
+  }
+  return RelayedExistsPrefix(keys);
+}
+
+Result<size_t> StandaloneClient::RelayedExistsPrefix(const std::vector<std::string>& keys) {
   // Chunk by chunk (a batch too big for one frame) while every key so far exists.
   size_t count = 0;
   for (auto [begin, end] : KeyChunks(keys)) {

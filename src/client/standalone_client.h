@@ -16,6 +16,7 @@
 #include "client/region_table.h"
 #include "kvpool/client.h"
 #include "kvpool/host_allocator.h"
+#include "master_client/master_client.h"
 
 namespace kvpool::client {
 
@@ -98,6 +99,11 @@ class StandaloneClient : public Client {
   Deadline DataDeadline() const;
   static Deadline WaitDeadline(Deadline node_deadline);
   Deadline RpcDeadline() const { return DeadlineAfter(options_.rpc_timeout); }
+  // Whether exists and prefix queries go to master_ now (set, and the node attached).
+  bool DirectQueries() const;
+  // Queries relayed by the node (the path when master_ is null or could not be reached).
+  std::vector<Result<bool>> RelayedExists(const std::vector<std::string>& keys);
+  Result<size_t> RelayedExistsPrefix(const std::vector<std::string>& keys);
 
   const StandaloneOptions options_;
   const std::string socket_name_;
@@ -105,6 +111,9 @@ class StandaloneClient : public Client {
   HostMemAllocator allocator_;
   RegionTable regions_;
   std::unique_ptr<NodeLink> link_;
+  // The master itself, when the node named it at attach (a pool that asks no credential):
+  // exists and prefix queries go there in one hop instead of through the node. Set by Init.
+  std::unique_ptr<master::MasterClient> master_;
   std::mutex register_mu_;  // serializes RegisterBuffer / UnregisterBuffer
 
   std::mutex staging_mu_;  // one copying call at a time uses the staging buffer

@@ -112,6 +112,7 @@ LocalReply AttachService::Attach(LocalConnection& conn, const rpc::Attach& req) 
   reply.set_segment_name(store_->SegmentName());
   reply.set_client_ttl_ms(
       static_cast<uint64_t>(std::chrono::duration_cast<Millis>(options_.client_ttl).count()));
+  reply.set_master_server_address(options_.direct_master_address);
   return LocalReply::Of(reply);
 }
 

@@ -29,6 +29,10 @@ bool ParseAttachMeta(const std::string& meta, Msg* msg) {
 
 struct AttachServiceOptions {
   Clock::duration client_ttl = std::chrono::seconds(10);  // silence before a session is dropped
+  // Handed to attaching engines (AttachReply.master_server_address) so they ask the master
+  // exists and prefix queries themselves; empty keeps them relayed. The node sets it only
+  // when the pool needs no credential: an engine then learns nothing it could not reach anyway.
+  std::string direct_master_address;
 };
 
 struct AttachCounters {

@@ -48,6 +48,9 @@ Result<std::unique_ptr<Node>> Node::Start(const NodeOptions& options) {
 
   AttachServiceOptions so;
   so.client_ttl = Millis(options.local_client_ttl_ms);
+  if (options.security.auth_secret.empty() && !options.security.tls_client()) {
+    so.direct_master_address = options.master_server_address;
+  }
   node->attach_service_ = std::make_unique<AttachService>(node->store_.get(), so);
   AttachServerOptions ao;
   node->local_socket_ = LocalSocketName(node->store_->SegmentPort());

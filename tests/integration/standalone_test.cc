@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "kvpool/host_allocator.h"
+#include "secured_pool_test.h"
 #include "standalone_support.h"
 
 namespace kvpool::testing {
@@ -313,6 +314,44 @@ TEST_F(StandaloneTest, RegisterBufferAcceptsOnlyHostAllocatorMemory) {
   Status freed = client_->PutFrom("k", b, 100);
   EXPECT_EQ(freed.code(), ErrorCode::INVALID_PARAMS);
   EXPECT_NE(freed.message().find("freed"), std::string::npos) << freed.ToString();
+}
+
+// In a pool that asks no credential (this one: no secret, loopback), the node names its master
+// at attach, and exists and prefix queries go there in one hop: they are answered while the
+// node itself is stopped.
+TEST_F(StandaloneTest, ExistsQueriesGoStraightToTheMasterOfAnOpenPool) {
+  ASSERT_TRUE(client_->RegisterBuffer(pool_mem_, kPool).ok());
+  RoundTrip(*client_, "direct", 2, 4096);
+  pool_->node(0).Pause();
+  auto ex = client_->BatchIsExist({"direct/0", "direct/1", "direct/9", ""});
+  auto prefix = client_->ExistsPrefix({"direct/0", "direct/1", "direct/9"});
+  pool_->node(0).Resume();
+  ASSERT_TRUE(ex[0].ok() && ex[1].ok() && ex[2].ok()) << ex[0].status().ToString();
+  EXPECT_TRUE(*ex[0]);
+  EXPECT_TRUE(*ex[1]);
+  EXPECT_FALSE(*ex[2]);
+  EXPECT_EQ(ex[3].code(), ErrorCode::INVALID_KEY);  // checked here as the node would
+  ASSERT_TRUE(prefix.ok()) << prefix.status().ToString();
+  EXPECT_EQ(*prefix, 2u);
+}
+
+class SecuredStandaloneTest : public SecuredPoolTest {};
+
+// With a pool secret the node names no master (an attached engine holds no credential, and
+// must not get one): every query is relayed by the node, so a stopped node stalls it.
+TEST_F(SecuredStandaloneTest, ExistsQueriesAreRelayedWhenThePoolHasASecret) {
+  StartPool();
+  StandaloneOptions so = StandaloneFor(PortOf(pool_->node_segment(0)));
+  so.rpc_timeout = std::chrono::milliseconds(500);
+  auto c = Attach(so);
+  ASSERT_NE(c, nullptr);
+  auto before = c->BatchIsExist({"relayed"});
+  ASSERT_TRUE(before[0].ok()) << before[0].status().ToString();
+  EXPECT_FALSE(*before[0]);
+  pool_->node(0).Pause();
+  auto stalled = c->BatchIsExist({"relayed"});
+  pool_->node(0).Resume();
+  EXPECT_EQ(stalled[0].code(), ErrorCode::RPC_TIMEOUT) << stalled[0].status().ToString();
 }
 
 }  // namespace

@@ -1,0 +1,69 @@
+#include "client/master_queries.h"
+
+#include "common/keys.h"
+
+namespace kvpool::client {
+
+const std::vector<std::string>& ValidKeys(const std::vector<std::string>& keys,
+                                          std::vector<Status>& status, std::vector<size_t>& sent,
+                                          std::vector<std::string>* copy) {
+  status.assign(keys.size(), Status::Ok());
+  sent.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    status[i] = ValidateKey(keys[i]);
+    if (status[i].ok()) sent.push_back(i);
+  }
+  if (sent.size() == keys.size()) return keys;
+  for (size_t i : sent) copy->push_back(keys[i]);
+  return *copy;
+}
+
+void SpreadCodes(const Result<rpc::CodesReply>& reply, const std::vector<size_t>& sent,
+                 std::vector<Status>& status, std::vector<int32_t>* raw) {
+  if (reply.ok() && reply->codes_size() != static_cast<int>(sent.size())) {
+    for (size_t i : sent) status[i] = Status(ErrorCode::INTERNAL_ERROR, "reply size mismatch");
+    return;
+  }
+  for (size_t k = 0; k < sent.size(); ++k) {
+    size_t i = sent[k];
+    if (!reply.ok()) {
+      status[i] = reply.status();
+      continue;
+    }
+    int32_t code = reply->codes(static_cast<int>(k));
+    if (raw != nullptr) (*raw)[i] = code;
+    if (code < 0) {
+      std::string msg = k < static_cast<size_t>(reply->messages_size())
+                            ? reply->messages(static_cast<int>(k))
+                            : std::string();
+      status[i] = Status(ErrorCodeFromInt(code), msg);
+    }
+  }
+}
+
+std::vector<Result<bool>> AskExists(master::MasterClient& master,
+                                    const std::vector<std::string>& keys, Deadline deadline) {
+  std::vector<Status> status;
+  std::vector<size_t> sent;
+  std::vector<int32_t> raw(keys.size(), 0);
+  std::vector<std::string> copy;
+  const auto& valid = ValidKeys(keys, status, sent, &copy);
+  if (!sent.empty()) SpreadCodes(master.Exists(valid, deadline), sent, status, &raw);
+  std::vector<Result<bool>> out;
+  out.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    out.push_back(status[i].ok() ? Result<bool>(raw[i] == 1) : Result<bool>(status[i]));
+  }
+  return out;
+}
+
+Result<size_t> AskExistsPrefix(master::MasterClient& master, const std::vector<std::string>& keys,
+                               Deadline deadline) {
+  for (const auto& k : keys) KVPOOL_RETURN_IF_ERROR(ValidateKey(k));
+  if (keys.empty()) return size_t{0};
+  auto r = master.ExistsPrefix(keys, deadline);
+  if (!r.ok()) return r.status();
+  return static_cast<size_t>(*r);
+}
+
+}  // namespace kvpool::client
