@@ -40,17 +40,6 @@ Status WaitFd(int fd, short events, Deadline deadline, const Endpoint& ep) {
   }
 }
 
-// Polls `fd` without sleeping for up to `budget`, returning as soon as a byte is readable.
-// A reply that comes within it is taken without the wake-up of a sleeping thread, which on a
-// VM costs tens of microseconds (the idle vCPU halts and must be woken by the host).
-void SpinUntilReadable(int fd, std::chrono::microseconds budget) {
-  const auto until = std::chrono::steady_clock::now() + budget;
-  char c;
-  do {
-    if (::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) != -1 || errno != EAGAIN) return;
-  } while (std::chrono::steady_clock::now() < until);
-}
-
 void SetSocketOptions(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -347,7 +336,6 @@ Status Connection::Call(Method method, const google::protobuf::MessageLite& requ
 
   uint8_t rheader[kFrameHeaderBytes];
   iovec hv{rheader, kFrameHeaderBytes};
-  if (ssl_ == nullptr) SpinUntilReadable(fd_, kReplySpin);
   st = MoveAll({&hv, 1}, deadline, /*send=*/false);
   if (!st.ok()) return Fail(st);
   auto rh = DecodeFrameHeader(rheader, limits_);

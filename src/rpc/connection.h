@@ -12,7 +12,6 @@
 #include <google/protobuf/message_lite.h>
 #include <sys/uio.h>
 
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -43,10 +42,6 @@ struct ConnectOptions {
 
 class Connection {
  public:
-  // How long Call() polls for the reply before sleeping in poll(): metadata calls (exists,
-  // replica lists) are answered within it on a loaded or idle machine alike.
-  static constexpr std::chrono::microseconds kReplySpin{50};
-
   // Connects to `endpoint` and performs the handshake (TLS, HELLO, authentication) before
   // `deadline`. Errors: RPC_TIMEOUT (deadline passed), RPC_FAIL (refused, unreachable, reset,
   // TLS handshake or certificate failure, a server without TLS), INVALID_VERSION (peer speaks
