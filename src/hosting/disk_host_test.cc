@@ -58,6 +58,27 @@ class DiskHostReadTest : public ::testing::Test {
     return r ? std::move(*r) : rpc::Reply::Error(Status(ErrorCode::INTERNAL_ERROR, "none"));
   }
 
+  // XORs the byte at `offset` of the tier's data file with `mask`, durably.
+  bool FlipOnDisk(uint64_t offset, uint8_t mask) const {
+    int fd = ::open((dir_ + "/kvpool-disk.data").c_str(), O_RDWR);
+    if (fd < 0) return false;
+    uint8_t b = 0;
+    bool ok = ::pread(fd, &b, 1, static_cast<off_t>(offset)) == 1;
+    b ^= mask;
+    ok = ok && ::pwrite(fd, &b, 1, static_cast<off_t>(offset)) == 1 && ::fsync(fd) == 0;
+    ::close(fd);
+    return ok;
+  }
+  // Two ranges, both the listed object.
+  std::vector<rpc::Range> TheObjectTwice() const {
+    std::vector<rpc::Range> ranges(2);
+    for (auto& r : ranges) {
+      r.set_offset(obj_.offset);
+      r.set_length(kObj);
+    }
+    return ranges;
+  }
+
   std::string dir_;
   transfer::SegmentTable dram_;
   std::unique_ptr<DiskHost> host_;
@@ -96,11 +117,7 @@ TEST_F(DiskHostReadTest, TierTransportReadsStraightIntoTheCallersMemory) {
   transfer::TierTransport t(host_.get());
   const std::string name = "dram#disk";
   rpc::Endpoint none;
-  std::vector<rpc::Range> ranges(2);
-  for (auto& r : ranges) {
-    r.set_offset(obj_.offset);
-    r.set_length(kObj);
-  }
+  std::vector<rpc::Range> ranges = TheObjectTwice();
   // Two ranges into three iovecs whose edges fall elsewhere than the ranges'.
   std::vector<uint8_t> out(2 * kObj, 0);
   std::vector<iovec> dst = {
@@ -120,14 +137,7 @@ TEST_F(DiskHostReadTest, TierTransportReadsStraightIntoTheCallersMemory) {
   EXPECT_EQ(t.Write(src, dst, Deadline::max()).code(), ErrorCode::INVALID_WRITE);
 
   // A bit flipped on disk: CHECKSUM_MISMATCH naming the range, never the bytes as good.
-  int fd = ::open((dir_ + "/kvpool-disk.data").c_str(), O_RDWR);
-  ASSERT_GE(fd, 0);
-  uint8_t b = 0;
-  ASSERT_EQ(::pread(fd, &b, 1, static_cast<off_t>(obj_.offset + 100)), 1);
-  b ^= 0x10;
-  ASSERT_EQ(::pwrite(fd, &b, 1, static_cast<off_t>(obj_.offset + 100)), 1);
-  ASSERT_EQ(::fsync(fd), 0);
-  ::close(fd);
+  ASSERT_TRUE(FlipOnDisk(obj_.offset + 100, 0x10));
   Status st = t.Read(src, dst, DeadlineAfter(std::chrono::seconds(5)));
   EXPECT_EQ(st.code(), ErrorCode::CHECKSUM_MISMATCH) << st.ToString();
   EXPECT_NE(st.message().find("dram#disk"), std::string::npos) << st.ToString();
@@ -139,11 +149,7 @@ TEST_F(DiskHostReadTest, AlignedDestinationsAreReadIntoWithoutACopy) {
   transfer::TierTransport t(host_.get());
   const std::string name = "dram#disk";
   rpc::Endpoint none;
-  std::vector<rpc::Range> ranges(2);
-  for (auto& r : ranges) {
-    r.set_offset(obj_.offset);
-    r.set_length(kObj);
-  }
+  std::vector<rpc::Range> ranges = TheObjectTwice();
   transfer::SegmentRanges src{&name, &none, ranges};
   disk::AlignedBuffer out(2 * kObj, host_->tier().alignment());
   std::memset(out.data(), 0, 2 * kObj);
@@ -166,14 +172,7 @@ TEST_F(DiskHostReadTest, AlignedDestinationsAreReadIntoWithoutACopy) {
                 .code(),
             ErrorCode::INVALID_READ);
 
-  int fd = ::open((dir_ + "/kvpool-disk.data").c_str(), O_RDWR);
-  ASSERT_GE(fd, 0);
-  uint8_t b = 0;
-  ASSERT_EQ(::pread(fd, &b, 1, static_cast<off_t>(obj_.offset + 4096)), 1);
-  b ^= 0x01;
-  ASSERT_EQ(::pwrite(fd, &b, 1, static_cast<off_t>(obj_.offset + 4096)), 1);
-  ASSERT_EQ(::fsync(fd), 0);
-  ::close(fd);
+  ASSERT_TRUE(FlipOnDisk(obj_.offset + 4096, 0x01));
   iovec whole{out.data(), 2 * kObj};
   Status st = t.Read(src, std::span(&whole, 1), DeadlineAfter(std::chrono::seconds(5)));
   EXPECT_EQ(st.code(), ErrorCode::CHECKSUM_MISMATCH) << st.ToString();

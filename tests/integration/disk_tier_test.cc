@@ -132,6 +132,14 @@ struct DiskPool {
     pool.AddNode(dram, flags);
     client = pool.NewClient(Quick());
   }
+  // A standalone engine attached to the node.
+  Result<std::unique_ptr<Client>> AttachEngine() {
+    StandaloneOptions so;
+    so.server_address = pool.node_segment(0);
+    so.rpc_timeout = milliseconds(3000);
+    so.transfer_timeout = milliseconds(10000);
+    return Client::SetupStandalone(so);
+  }
   DiskDir dir;  // outlives the pool
   Pool pool;
   std::unique_ptr<Client> client;
@@ -362,11 +370,7 @@ TEST(DiskTierTest, DiskReadThroughputAgainstFio) {
   // reading into pages of kvpool's host allocator (the node's disk reads straight into them).
   std::vector<uint8_t> plain(128 * kMiB);
   ASSERT_TRUE(c.RegisterBuffer(plain.data(), plain.size()).ok());
-  StandaloneOptions so;
-  so.server_address = p.pool.node_segment(0);
-  so.rpc_timeout = milliseconds(3000);
-  so.transfer_timeout = milliseconds(10000);
-  auto local = Client::SetupStandalone(so);
+  auto local = p.AttachEngine();
   ASSERT_TRUE(local.ok()) << local.status().ToString();
   HostMemAllocator alloc;
   auto pages = alloc.Alloc(128 * kMiB);
@@ -416,11 +420,7 @@ void PutsIntoFullDramAgainstFio(bool standalone) {
   std::unique_ptr<Client> local;
   Client* putter = &c;
   if (standalone) {
-    StandaloneOptions so;
-    so.server_address = p.pool.node_segment(0);
-    so.rpc_timeout = milliseconds(3000);
-    so.transfer_timeout = milliseconds(10000);
-    auto r = Client::SetupStandalone(so);
+    auto r = p.AttachEngine();
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     local = std::move(r).value();
     putter = local.get();
@@ -554,11 +554,7 @@ TEST(DiskTierTest, StandaloneClientReadsDiskObjectsThroughItsNode) {
   ASSERT_GE(WaitForDiskReplicas(c, 40, milliseconds(10000)), 40u);
   ASSERT_EQ(PutPages(c, 40, 100, 16), 60);
   ASSERT_GE(WaitForDiskReplicas(c, 100, milliseconds(20000)), 100u);
-  StandaloneOptions so;
-  so.server_address = p.pool.node_segment(0);
-  so.rpc_timeout = milliseconds(3000);
-  so.transfer_timeout = milliseconds(10000);
-  auto local = Client::SetupStandalone(so);
+  auto local = p.AttachEngine();
   ASSERT_TRUE(local.ok()) << local.status().ToString();
   Counts n = GetPages(**local, 0, 100);
   EXPECT_EQ(n.wrong, 0);
