@@ -70,6 +70,7 @@ Status NodeLink::AttachLocked(Deadline deadline) {
   session_token_ = reply.session_token();
   segment_name_ = reply.segment_name();
   master_server_address_ = reply.master_server_address();
+  names_master_.store(!master_server_address_.empty(), std::memory_order_release);
   ++generation_;
   up_ = true;
   master_reachable_ = true;

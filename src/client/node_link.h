@@ -68,6 +68,8 @@ class NodeLink {
   // The master the node named at the last attach for the engine to ask itself (empty: the node
   // relays every query; AttachReply.master_server_address).
   std::string master_server_address() const;
+  // Whether the last attach named a master (lock-free, like up()).
+  bool names_master() const { return names_master_.load(std::memory_order_acquire); }
   // Whether the last call or heartbeat found the node attached (false once one failed, until a
   // re-attach succeeds).
   bool up() const;
@@ -99,6 +101,7 @@ class NodeLink {
   ConnPtr control_;
   // Written under mu_; read without it by up() (a query must not wait for a heartbeat in flight).
   std::atomic<bool> up_{false};
+  std::atomic<bool> names_master_{false};  // written under mu_ at each attach
   bool closed_ = false;
   bool ever_attached_ = false;
   uint64_t session_id_ = 0;

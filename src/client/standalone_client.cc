@@ -257,7 +257,8 @@ bool Unreached(const Status& st) { return st.code() == ErrorCode::RPC_FAIL; }
 bool StandaloneClient::DirectQueries() const {
   // While the node is down its engines see the pool as down (RPC_FAIL from the relay), as a
   // put or get would: the master may still list the node's objects it cannot know are gone.
-  return master_ != nullptr && link_->up();
+  // A node restarted since Init may name no master any more (a secret was set): then relay.
+  return master_ != nullptr && link_->up() && link_->names_master();
 }
 
 std::vector<Result<bool>> StandaloneClient::BatchIsExist(const std::vector<std::string>& keys) {
