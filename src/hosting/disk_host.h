@@ -186,7 +186,9 @@ class DiskHost : public transfer::TierReader {
     std::vector<disk::DiskTier::ReadOp> ops;
   };
   Result<PreparedRead> PrepareRead(const rpc::DataRequest& req);
-  // The checks PrepareRead and ReadInto share: the incarnation, each range a listed object,
+  // SEGMENT_NOT_FOUND when `req` names another incarnation of this segment (its host restarted).
+  Status CheckIncarnation(const rpc::DataRequest& req) const;
+  // PrepareRead's checks before it sizes a buffer: the incarnation, each range a listed object,
   // all of them within the tier's size. Returns the bytes the ranges reserve on disk.
   Result<uint64_t> CheckReadRanges(const rpc::DataRequest& req) const;
   // After a read's I/O: counts hits, or failures (queuing the objects to check again).

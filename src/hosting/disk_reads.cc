@@ -7,13 +7,18 @@
 
 namespace kvpool::hosting {
 
-Result<uint64_t> DiskHost::CheckReadRanges(const rpc::DataRequest& req) const {
+Status DiskHost::CheckIncarnation(const rpc::DataRequest& req) const {
   if (req.segment_incarnation() != 0 && req.segment_incarnation() != incarnation_) {
     return Status(ErrorCode::SEGMENT_NOT_FOUND,
                   fmt::format("segment={} incarnation={:016x} is not served here (this disk "
                               "tier's is {:016x}): its host restarted",
                               name_, req.segment_incarnation(), incarnation_));
   }
+  return Status::Ok();
+}
+
+Result<uint64_t> DiskHost::CheckReadRanges(const rpc::DataRequest& req) const {
+  KVPOOL_RETURN_IF_ERROR(CheckIncarnation(req));
   // The ranges come from the wire: each must name a listed object (which bounds its length),
   // and all of them together at most the tier's size, before they size a buffer.
   uint64_t total = 0;
@@ -81,9 +86,11 @@ std::optional<Status> DiskHost::ReadInto(const rpc::DataRequest& req, std::span<
   if (!ops) return std::nullopt;
   read_requests_.fetch_add(1, std::memory_order_relaxed);
   direct_reads_.fetch_add(1, std::memory_order_relaxed);
-  if (auto checked = CheckReadRanges(req); !checked.ok()) {
+  // No buffer is sized from the ranges here, and the tier's Read checks each against a listed
+  // object of that size (INVALID_READ): only the incarnation is left to check.
+  if (Status st = CheckIncarnation(req); !st.ok()) {
     read_failures_.fetch_add(1, std::memory_order_relaxed);
-    return checked.status();
+    return st;
   }
   Status st = tier_->Read(*ops, nullptr);
   NoteReadResult(*ops, st);

@@ -149,9 +149,10 @@ Status ApplyTableOption(const ClientOptionDescriptor& d, py::handle v, ClientOpt
   return d.set(*text, o);
 }
 
-// A Python value of rpc_timeout_ms / transfer_timeout_ms (the table's syntax and bounds) into
-// `out`; None leaves `out` (the default) alone.
-Status TimeoutFromPy(py::handle v, const char* key, std::chrono::milliseconds& out) {
+// A Python value of the timeout option `key` (the table's syntax and bounds) into `out`, read
+// back from `field`; None leaves `out` (the default) alone.
+Status TimeoutFromPy(py::handle v, const char* key, std::chrono::milliseconds ClientOptions::*field,
+                     std::chrono::milliseconds& out) {
   if (v.is_none()) return Status::Ok();
   ClientOptions parsed;
   try {
@@ -161,7 +162,7 @@ Status TimeoutFromPy(py::handle v, const char* key, std::chrono::milliseconds& o
         ErrorCode::INVALID_PARAMS,
         fmt::format("{}={} must be an int number of milliseconds", key, std::string(py::repr(v))));
   }
-  out = std::string_view(key) == "rpc_timeout_ms" ? parsed.rpc_timeout : parsed.transfer_timeout;
+  out = parsed.*field;
   return Status::Ok();
 }
 
@@ -289,10 +290,13 @@ int Store::SetupDummy(py::handle mem_pool_size, py::handle local_buffer_size,
   so.mem_pool_size = *pool;
   so.local_buffer_size = *local;
   so.verify_checksum = verify_checksum;
-  if (Status st = TimeoutFromPy(rpc_timeout_ms, "rpc_timeout_ms", so.rpc_timeout); !st.ok()) {
+  if (Status st = TimeoutFromPy(rpc_timeout_ms, "rpc_timeout_ms", &ClientOptions::rpc_timeout,
+                                so.rpc_timeout);
+      !st.ok()) {
     return Fail(st);
   }
-  if (Status st = TimeoutFromPy(transfer_timeout_ms, "transfer_timeout_ms", so.transfer_timeout);
+  if (Status st = TimeoutFromPy(transfer_timeout_ms, "transfer_timeout_ms",
+                                &ClientOptions::transfer_timeout, so.transfer_timeout);
       !st.ok()) {
     return Fail(st);
   }
