@@ -192,10 +192,12 @@ struct PoolStat {
   uint64_t bytes_leased = 0;
   // Put items refused for lack of room since the master started, by reason: the pool was full
   // with everything evictable leased, hard-pinned or being written; a tenant quota; no segment
-  // (none mounted or accepting, or the object is larger than every segment).
+  // (none mounted or accepting, or the object is larger than every segment); DRAM full of
+  // objects still waiting for their disk copy (the client puts those again: one count per try).
   uint64_t refused_leased_or_pinned = 0;
   uint64_t refused_tenant_quota = 0;
   uint64_t refused_no_segment = 0;
+  uint64_t refused_offload_pending = 0;
   // Master high availability: the role of the master that answered ("leader"; "single" or ""
   // without HA), its leadership epoch and published address (empty without HA).
   std::string ha_role;

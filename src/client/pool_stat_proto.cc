@@ -14,6 +14,7 @@ PoolStat PoolStatFromProto(const rpc::StatReply& r) {
   s.refused_leased_or_pinned = r.refused_leased_or_pinned();
   s.refused_tenant_quota = r.refused_tenant_quota();
   s.refused_no_segment = r.refused_no_segment();
+  s.refused_offload_pending = r.refused_offload_pending();
   s.ha_role = r.ha_role();
   s.leader_epoch = r.leader_epoch();
   s.leader_address = r.leader_address();
@@ -40,6 +41,7 @@ rpc::StatReply ToProto(const PoolStat& s) {
   r.set_refused_leased_or_pinned(s.refused_leased_or_pinned);
   r.set_refused_tenant_quota(s.refused_tenant_quota);
   r.set_refused_no_segment(s.refused_no_segment);
+  r.set_refused_offload_pending(s.refused_offload_pending);
   r.set_ha_role(s.ha_role);
   r.set_leader_epoch(s.leader_epoch);
   r.set_leader_address(s.leader_address);

@@ -18,6 +18,7 @@ TEST(PoolStatProtoTest, EveryFieldRoundTrips) {
   s.refused_leased_or_pinned = 8;
   s.refused_tenant_quota = 9;
   s.refused_no_segment = 10;
+  s.refused_offload_pending = 11;
   s.ha_role = "leader";
   s.leader_epoch = 11;
   s.leader_address = "127.0.0.1:1";
@@ -37,6 +38,7 @@ TEST(PoolStatProtoTest, EveryFieldRoundTrips) {
   EXPECT_EQ(t.refused_leased_or_pinned, 8u);
   EXPECT_EQ(t.refused_tenant_quota, 9u);
   EXPECT_EQ(t.refused_no_segment, 10u);
+  EXPECT_EQ(t.refused_offload_pending, 11u);
   EXPECT_EQ(t.ha_role, "leader");
   EXPECT_EQ(t.leader_epoch, 11u);
   EXPECT_EQ(t.leader_address, "127.0.0.1:1");

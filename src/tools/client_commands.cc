@@ -259,7 +259,8 @@ void PrintStatJson(const PoolStat& s) {
                       {"puts_refused",
                        {{"leased_or_pinned", s.refused_leased_or_pinned},
                         {"tenant_quota", s.refused_tenant_quota},
-                        {"no_segment", s.refused_no_segment}}},
+                        {"no_segment", s.refused_no_segment},
+                        {"offload_pending", s.refused_offload_pending}}},
                       {"ha_role", s.ha_role},
                       {"leader_epoch", s.leader_epoch},
                       {"leader", s.leader_address},
@@ -288,9 +289,9 @@ int PrintStat(const ClientCommandOptions& o) {
       s->client_count, s->evicted_total);
   std::cout << fmt::format(
       "leases: {} held ({}); puts refused: {} pool full of leased/pinned, {} tenant quota, {} no "
-      "segment\n",
+      "segment, {} waiting for the disk (retried)\n",
       s->leases_held, FormatSize(s->bytes_leased), s->refused_leased_or_pinned,
-      s->refused_tenant_quota, s->refused_no_segment);
+      s->refused_tenant_quota, s->refused_no_segment, s->refused_offload_pending);
   if (!s->leader_address.empty()) {
     std::cout << fmt::format("master: leader {} epoch {} ({})\n", s->leader_address,
                              s->leader_epoch, s->ha_role);
