@@ -17,6 +17,15 @@ namespace kvpool::rpc {
 namespace {
 
 constexpr auto kUseTuple = asio::experimental::as_tuple(asio::use_awaitable);
+
+// asio::async_read / async_write move at most 64 KiB per system call by default
+// (default_max_transfer_size). A READ of a batch is tens of MiB: at that size the per-call cost
+// and the epoll round trip after each short write took a third of the node's time. This
+// condition lets each readv / writev take as much as the socket buffer holds.
+constexpr size_t kMaxBytesPerCall = size_t{64} << 20;
+size_t TransferAllInLargeCalls(const asio::error_code& ec, size_t /*transferred*/) {
+  return ec ? 0 : kMaxBytesPerCall;
+}
 // Before a connection has authenticated, a frame's meta is at most this (a HELLO or AUTH is
 // ~100 bytes): an anonymous peer cannot make the server allocate more.
 constexpr uint32_t kMaxHandshakeMetaBytes = 4096;
@@ -55,13 +64,13 @@ class PlainStream : public ServerStream {
  public:
   explicit PlainStream(asio::ip::tcp::socket& socket) : socket_(socket) {}
   asio::awaitable<IoResult> ReadAll(const std::vector<asio::mutable_buffer>& buffers) override {
-    co_return co_await asio::async_read(socket_, buffers, kUseTuple);
+    co_return co_await asio::async_read(socket_, buffers, TransferAllInLargeCalls, kUseTuple);
   }
   asio::awaitable<IoResult> ReadSome(asio::mutable_buffer buffer) override {
     co_return co_await socket_.async_read_some(buffer, kUseTuple);
   }
   asio::awaitable<IoResult> WriteAll(const std::vector<asio::const_buffer>& buffers) override {
-    co_return co_await asio::async_write(socket_, buffers, kUseTuple);
+    co_return co_await asio::async_write(socket_, buffers, TransferAllInLargeCalls, kUseTuple);
   }
   void Close() override {
     asio::error_code ignored;
