@@ -223,6 +223,15 @@ void AddBenchFlags(CLI::App& cmd, BenchOptions& o) {
 
 void AddTcpPeerFlags(CLI::App& cmd, TcpPeerOptions& o) {
   cmd.add_option("--connect", o.connect, "127.0.0.1:PORT of the receiving bench")->required();
+  cmd.add_option("--streams", o.streams, "connections to open, one sending thread each")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd.add_option("--page_bytes", o.page_bytes, "bytes per send, a multiple of 8")
+      ->check(CLI::Range(uint64_t{8}, uint64_t{1} << 30))
+      ->capture_default_str();
+  cmd.add_option("--source_bytes", o.source_bytes, "memory each stream sends its pages from")
+      ->check(CLI::Range(uint64_t{8}, uint64_t{64} << 30))
+      ->capture_default_str();
 }
 
 Status ValidateBenchOptions(BenchOptions& o) {

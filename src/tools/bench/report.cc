@@ -20,7 +20,10 @@ std::string PageText(uint64_t bytes) {
 nlohmann::json LimitsJson(const std::map<uint64_t, LimitFigure>& m) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& [page, f] : m) {
-    out.push_back({{"page_bytes", page}, {"gbps", f.gbps}, {"cpu_s_per_gb", f.cpu_s_per_gb}});
+    out.push_back({{"page_bytes", page},
+                   {"gbps", f.gbps},
+                   {"cpu_s_per_gb", f.cpu_s_per_gb},
+                   {"streams", f.streams}});
   }
   return out;
 }

@@ -1,4 +1,5 @@
-// The TCP limit: a minimal blocking sender (child process) and receiver (the bench) on loopback.
+// The TCP limit: minimal blocking senders (a child process) and receivers (the bench) on loopback,
+// one thread per stream at each end.
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
@@ -7,9 +8,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <memory>
+#include <span>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "common/child_process.h"
@@ -82,67 +88,137 @@ Status Failed(const std::string& what, ChildProcess* peer) {
 }
 
 // A listening socket on 127.0.0.1 with an ephemeral port.
-Result<uint16_t> Listen(int fd) {
+Result<uint16_t> Listen(int fd, int backlog) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof(a);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || ::listen(fd, 1) != 0 ||
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || ::listen(fd, backlog) != 0 ||
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
     return Failed("cannot listen on 127.0.0.1", nullptr);
   }
   return ntohs(a.sin_port);
 }
 
-// Receives until the peer half-closes; returns the byte count, or nullopt-like -1 on error.
-int64_t ReceiveStream(int fd, std::vector<uint8_t>& page) {
+// Receives until the peer half-closes, page by page into the pages of `dst` in turn (like a
+// get filling a batch's destination pages); returns the byte count, or -1 on error.
+int64_t ReceiveStream(int fd, uint64_t page_bytes, std::span<uint8_t> dst) {
+  const uint64_t pages = std::max<uint64_t>(1, dst.size() / page_bytes);
   int64_t total = 0;
-  for (;;) {
-    ssize_t r = ::recv(fd, page.data(), page.size(), MSG_WAITALL);
-    if (r < 0 && errno == EINTR) continue;
+  for (uint64_t slot = 0;; slot = (slot + 1) % pages) {
+    uint8_t* page = dst.data() + slot * page_bytes;
+    ssize_t r = 0;
+    do {
+      r = ::recv(fd, page, page_bytes, MSG_WAITALL);
+    } while (r < 0 && errno == EINTR);
     if (r < 0) return -1;
     if (r == 0) return total;
     total += r;
   }
 }
 
+// One stream's share of the destination: `streams` equal slices of whole pages (the whole of
+// `dst` for each when it holds fewer pages than streams).
+std::span<uint8_t> SliceFor(std::span<uint8_t> dst, uint64_t page_bytes, int streams, int i) {
+  const uint64_t per = dst.size() / page_bytes / static_cast<uint64_t>(streams);
+  if (per == 0) return dst;
+  return dst.subspan(static_cast<uint64_t>(i) * per * page_bytes, per * page_bytes);
+}
+
+// The sending end of one stream: reads the header, sends the pages of its source in turn for its
+// duration (like a node sending a batch from its segment), half-closes and checks the
+// receiver's count. Returns an empty string or what went wrong.
+std::string SendStream(const sockaddr_in& to, uint64_t page_bytes,
+                       std::span<const uint64_t> source) {
+  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  SetTimeouts(fd.get(), kSlackSeconds);
+  Header h{};
+  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&to), sizeof(to)) != 0 ||
+      !RecvAll(fd.get(), &h, sizeof(h)) || h.page_bytes != page_bytes) {
+    return fmt::format("cannot reach the bench or bad header: {}", std::strerror(errno));
+  }
+  SetTimeouts(fd.get(), static_cast<int>(h.duration_ns / 1000000000ULL) + kSlackSeconds);
+  const uint64_t words = page_bytes / 8;
+  const uint64_t pages = source.size() / words;
+  uint64_t sent = 0;
+  const auto t0 = BenchClock::now();
+  const auto duration = std::chrono::nanoseconds(h.duration_ns);
+  for (uint64_t slot = 0; BenchClock::now() - t0 < duration; slot = (slot + 1) % pages) {
+    if (!SendAll(fd.get(), &source[slot * words], h.page_bytes)) {
+      return fmt::format("send failed: {}", std::strerror(errno));
+    }
+    sent += h.page_bytes;
+  }
+  ::shutdown(fd.get(), SHUT_WR);
+  uint64_t counted = 0;
+  if (!RecvAll(fd.get(), &counted, sizeof(counted)) || counted != sent) {
+    return fmt::format("sent {} bytes, the bench counted {}", sent, counted);
+  }
+  return {};
+}
+
 }  // namespace
 
-Result<LimitFigure> MeasureTcp(uint64_t page_bytes, double seconds) {
+Result<LimitFigure> MeasureTcp(uint64_t page_bytes, std::span<uint8_t> dst, int streams,
+                               double seconds) {
   Fd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  auto port = Listen(listener.get());
+  auto port = Listen(listener.get(), streams);
   if (!port.ok()) return port.status();
+  const std::span<uint8_t> slice = SliceFor(dst, page_bytes, streams, 0);
   auto peer = ChildProcess::StartSelf(
-      "tcp peer", {"bench-tcp-peer", "--connect", fmt::format("127.0.0.1:{}", *port)},
+      "tcp peer",
+      {"bench-tcp-peer", "--connect", fmt::format("127.0.0.1:{}", *port), "--streams",
+       std::to_string(streams), "--page_bytes", std::to_string(page_bytes), "--source_bytes",
+       std::to_string(slice.size())},
       BenchChildOptions());
   if (!peer.ok()) return peer.status();
-  pollfd pfd{listener.get(), POLLIN, 0};
-  if (::poll(&pfd, 1, kSlackSeconds * 1000) != 1) {
-    return Failed("the peer did not connect within 10 s", peer->get());
+  std::vector<std::unique_ptr<Fd>> conns;
+  for (int i = 0; i < streams; ++i) {
+    pollfd pfd{listener.get(), POLLIN, 0};
+    if (::poll(&pfd, 1, kSlackSeconds * 1000) != 1) {
+      return Failed("the peer did not connect within 10 s", peer->get());
+    }
+    conns.push_back(std::make_unique<Fd>(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC)));
+    if (conns.back()->get() < 0) return Failed("accept failed", peer->get());
+    SetTimeouts(conns.back()->get(), static_cast<int>(seconds) + kSlackSeconds);
   }
-  Fd conn(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
-  if (conn.get() < 0) return Failed("accept failed", peer->get());
-  SetTimeouts(conn.get(), static_cast<int>(seconds) + kSlackSeconds);
-  Header h{page_bytes, static_cast<uint64_t>(seconds * 1e9)};
-  std::vector<uint8_t> page(page_bytes);
-  std::memset(page.data(), 0, page.size());
-  if (!SendAll(conn.get(), &h, sizeof(h))) return Failed("cannot send the header", peer->get());
-
-  const double cpu0 = ThreadCpuSeconds();
+  const Header h{page_bytes, static_cast<uint64_t>(seconds * 1e9)};
+  std::vector<int64_t> received(conns.size(), 0);
+  std::vector<double> cpu(conns.size(), 0);
   const auto t0 = BenchClock::now();
-  int64_t total = ReceiveStream(conn.get(), page);
+  for (const auto& c : conns) {
+    if (!SendAll(c->get(), &h, sizeof(h))) return Failed("cannot send the header", peer->get());
+  }
+  {
+    std::vector<std::jthread> receivers;
+    for (size_t i = 0; i < conns.size(); ++i) {
+      receivers.emplace_back([&, i] {
+        const double cpu0 = ThreadCpuSeconds();
+        received[i] = ReceiveStream(conns[i]->get(), page_bytes,
+                                    SliceFor(dst, page_bytes, streams, static_cast<int>(i)));
+        cpu[i] = ThreadCpuSeconds() - cpu0;
+      });
+    }
+  }  // joins every receiver
   const double elapsed = SecondsSince(t0);
-  const double own_cpu = ThreadCpuSeconds() - cpu0;
-  if (total <= 0) return Failed("receiving failed", peer->get());
-  uint64_t ack = static_cast<uint64_t>(total);
-  if (!SendAll(conn.get(), &ack, sizeof(ack))) return Failed("cannot send the count", peer->get());
+  int64_t total = 0;
+  for (size_t i = 0; i < conns.size(); ++i) {
+    if (received[i] <= 0) return Failed(fmt::format("receiving stream {} failed", i), peer->get());
+    const uint64_t ack = static_cast<uint64_t>(received[i]);
+    if (!SendAll(conns[i]->get(), &ack, sizeof(ack))) {
+      return Failed("cannot send the count", peer->get());
+    }
+    total += received[i];
+  }
   if (!(*peer)->WaitExit(std::chrono::seconds(kSlackSeconds)) || (*peer)->exit_status() != 0) {
     return Failed(
         fmt::format("the peer did not finish cleanly (status {})", (*peer)->exit_status()),
         peer->get());
   }
+  double own_cpu = 0;
+  for (double c : cpu) own_cpu += c;
   const double gb = static_cast<double>(total) / 1e9;
-  return LimitFigure{gb / elapsed, (own_cpu + (*peer)->CpuSeconds()) / gb};
+  return LimitFigure{gb / elapsed, (own_cpu + (*peer)->CpuSeconds()) / gb, streams};
 }
 
 int RunTcpPeer(const TcpPeerOptions& options) {
@@ -155,36 +231,34 @@ int RunTcpPeer(const TcpPeerOptions& options) {
     return 2;
   }
   a.sin_port = htons(static_cast<uint16_t>(std::stoi(options.connect.substr(colon + 1))));
-  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  SetTimeouts(fd.get(), kSlackSeconds);
-  Header h{};
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-      !RecvAll(fd.get(), &h, sizeof(h)) || h.page_bytes == 0 || h.page_bytes % 8 != 0) {
-    std::cerr << "bench-tcp-peer: cannot reach the bench or bad header: " << std::strerror(errno)
-              << "\n";
-    return 1;
+  if (options.page_bytes % 8 != 0) {
+    std::cerr << "bench-tcp-peer: --page_bytes must be a multiple of 8\n";
+    return 2;
   }
-  SetTimeouts(fd.get(), static_cast<int>(h.duration_ns / 1000000000ULL) + kSlackSeconds);
-  std::vector<uint64_t> page(h.page_bytes / 8);
-  PagePattern(h.page_bytes, 1).Fill(page.data(), 0);
-  uint64_t sent = 0;
-  const auto t0 = BenchClock::now();
-  const auto duration = std::chrono::nanoseconds(h.duration_ns);
-  while (BenchClock::now() - t0 < duration) {
-    if (!SendAll(fd.get(), page.data(), h.page_bytes)) {
-      std::cerr << "bench-tcp-peer: send failed: " << std::strerror(errno) << "\n";
-      return 1;
+  // Each stream's source is filled (and so faulted in) before it connects: the bench times
+  // from the header on.
+  const uint64_t words = options.page_bytes / 8;
+  const uint64_t pages = std::max<uint64_t>(1, options.source_bytes / options.page_bytes);
+  std::vector<std::string> errors(static_cast<size_t>(options.streams));
+  {
+    std::vector<std::jthread> senders;
+    for (size_t i = 0; i < errors.size(); ++i) {
+      senders.emplace_back([&, i] {
+        std::vector<uint64_t> source(pages * words);
+        for (uint64_t p = 0; p < pages; ++p) {
+          PagePattern(options.page_bytes, 1).Fill(&source[p * words], p);
+        }
+        errors[i] = SendStream(a, options.page_bytes, source);
+      });
     }
-    sent += h.page_bytes;
+  }  // joins every sender
+  int exit_code = 0;
+  for (size_t i = 0; i < errors.size(); ++i) {
+    if (errors[i].empty()) continue;
+    std::cerr << fmt::format("bench-tcp-peer: stream {}: {}\n", i, errors[i]);
+    exit_code = 1;
   }
-  ::shutdown(fd.get(), SHUT_WR);
-  uint64_t counted = 0;
-  if (!RecvAll(fd.get(), &counted, sizeof(counted)) || counted != sent) {
-    std::cerr << fmt::format("bench-tcp-peer: sent {} bytes, the bench counted {}\n", sent,
-                             counted);
-    return 1;
-  }
-  return 0;
+  return exit_code;
 }
 
 }  // namespace kvpool::tools::bench
