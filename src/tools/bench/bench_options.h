@@ -96,8 +96,8 @@ struct BenchOptions {
 
 // Options of the hidden `bench-tcp-peer` command: the sending half of the TCP limit.
 struct TcpPeerOptions {
-  std::string connect;  // --connect 127.0.0.1:PORT
-  int streams = 1;      // --streams N: connections, one sending thread each
+  std::string connect;              // --connect 127.0.0.1:PORT
+  int streams = 1;                  // --streams N: connections, one sending thread each
   uint64_t page_bytes = 1 << 20;    // --page_bytes: the bytes of one send (a multiple of 8)
   uint64_t source_bytes = 1 << 20;  // --source_bytes: each stream cycles through this much memory
 };

@@ -14,7 +14,7 @@
 namespace kvpool::tools::bench {
 namespace {
 
-constexpr double kLimitSeconds = 0.5;  // per figure, capped by the row duration
+constexpr double kLimitSeconds = 0.5;     // per figure, capped by the row duration
 constexpr int kTcpStreams[] = {1, 2, 4};  // the TCP limit is the best of these
 
 // The page sizes each limit is needed for.

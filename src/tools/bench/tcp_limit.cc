@@ -178,7 +178,8 @@ Result<LimitFigure> MeasureTcp(uint64_t page_bytes, std::span<uint8_t> dst, int 
     if (::poll(&pfd, 1, kSlackSeconds * 1000) != 1) {
       return Failed("the peer did not connect within 10 s", peer->get());
     }
-    conns.push_back(std::make_unique<Fd>(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC)));
+    conns.push_back(
+        std::make_unique<Fd>(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC)));
     if (conns.back()->get() < 0) return Failed("accept failed", peer->get());
     SetTimeouts(conns.back()->get(), static_cast<int>(seconds) + kSlackSeconds);
   }
