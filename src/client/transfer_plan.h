@@ -5,6 +5,7 @@
 
 #include <sys/uio.h>
 
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
@@ -56,8 +57,9 @@ class TransferPlan {
   // workers), recording a failed move's status for each of its objects.
   // `checksums` (writes only; null: none): sized like `per_object`, receives ChecksumOf of
   // each written object's memory, computed by the thread that moves the object's first
-  // replica just before it moves it, so a batch's hashing is spread over the same threads as
-  // its copies instead of following them on one thread.
+  // replica right before the transport reads it (SegmentRanges::before_ranges), so a batch's
+  // hashing is spread over the same threads as its copies and each object is copied from
+  // cache just after it was hashed. An object whose move failed may be left unhashed (0).
   template <typename TransportFor>
   void Run(bool write, TransportFor&& transport_for, Deadline deadline,
            std::vector<Status>& per_object, std::vector<uint64_t>* checksums = nullptr) {
@@ -71,16 +73,38 @@ class TransferPlan {
       const SegmentMoves& m = *part.moves;
       const size_t mem_first = part.first == 0 ? 0 : m.memory_end[part.first - 1];
       const size_t mem_last = m.memory_end[part.last - 1];
-      if (!hashed_by.empty()) {
-        for (size_t r : hashed_by[p]) (*checksums)[m.objects[r]] = ChecksumOf(MemoryOf(m, r));
-      }
       transfer::SegmentRanges where{
           part.segment_name, &m.endpoint,
           std::span<const rpc::Range>(m.ranges.data() + part.first, part.last - part.first),
           m.incarnation};
       std::span<const iovec> memory(m.memory.data() + mem_first, mem_last - mem_first);
       transfer::Transport& t = transport_for(*part.segment_name);
-      part_status[p] = write ? t.Write(where, memory, deadline) : t.Read(where, memory, deadline);
+      if (!write) {
+        part_status[p] = t.Read(where, memory, deadline);
+        return;
+      }
+      if (hashed_by.empty() || hashed_by[p].empty()) {
+        part_status[p] = t.Write(where, memory, deadline);
+        return;
+      }
+      // Each object is hashed right before the transport reads it (see before_ranges); any the
+      // transport did not hand over are hashed after.
+      std::vector<char> unhashed(part.last - part.first, 0);
+      for (size_t r : hashed_by[p]) unhashed[r - part.first] = 1;
+      auto hash = [&](size_t k) {
+        if (unhashed[k] == 0) return;
+        const size_t r = part.first + k;
+        (*checksums)[m.objects[r]] = ChecksumOf(MemoryOf(m, r));
+        unhashed[k] = 0;
+      };
+      const std::function<void(size_t, size_t)> before = [&](size_t first, size_t last) {
+        for (size_t k = first; k < last && k < unhashed.size(); ++k) hash(k);
+      };
+      where.before_ranges = &before;
+      part_status[p] = t.Write(where, memory, deadline);
+      if (part_status[p].ok()) {
+        for (size_t k = 0; k < unhashed.size(); ++k) hash(k);
+      }
     };
     if (workers_ != nullptr && parts.size() > 1) {
       workers_->ParallelFor(parts.size(), run_part);

@@ -15,6 +15,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "rpc/auth.h"
@@ -277,6 +278,32 @@ Status Connection::MoveAll(std::span<iovec> iov, Deadline deadline, bool send) {
   return Status::Ok();
 }
 
+Status Connection::SendInPieces(std::span<iovec> out, size_t head, const PayloadPieces& pieces,
+                                Deadline deadline) {
+  size_t i = head;  // the next payload iovec
+  uint64_t at = 0;  // its bytes already sent with an earlier piece
+  std::vector<iovec> piece;
+  for (size_t k = 0; k < pieces.marks.size(); ++k) {
+    uint64_t want = k + 1 < pieces.marks.size() ? pieces.marks[k + 1] - pieces.marks[k]
+                                                : std::numeric_limits<uint64_t>::max();
+    piece.clear();
+    if (k == 0) piece.assign(out.begin(), out.begin() + static_cast<ptrdiff_t>(head));
+    while (want > 0 && i < out.size()) {
+      const uint64_t take = std::min<uint64_t>(want, out[i].iov_len - at);
+      piece.push_back({static_cast<char*>(out[i].iov_base) + at, take});
+      want -= take;
+      at += take;
+      if (at == out[i].iov_len) {
+        ++i;
+        at = 0;
+      }
+    }
+    if (pieces.before != nullptr) (*pieces.before)(k);
+    KVPOOL_RETURN_IF_ERROR(MoveAll(piece, deadline, /*send=*/true));
+  }
+  return Status::Ok();
+}
+
 // TLS: each buffer through SSL_write/SSL_read (OpenSSL has no scatter/gather), waiting with
 // poll() whenever OpenSSL needs the socket readable or writable.
 Status Connection::MoveAllTls(std::span<iovec> iov, Deadline deadline, bool send) {
@@ -311,7 +338,8 @@ Status Connection::MoveAllTls(std::span<iovec> iov, Deadline deadline, bool send
 Status Connection::Call(Method method, const google::protobuf::MessageLite& request,
                         google::protobuf::MessageLite* response,
                         std::span<const iovec> request_payload,
-                        std::span<const iovec> response_payload, Deadline deadline) {
+                        std::span<const iovec> response_payload, Deadline deadline,
+                        const PayloadPieces* pieces) {
   if (fd_ < 0) {
     return Status(ErrorCode::RPC_FAIL,
                   fmt::format("connection to {} is broken", endpoint_.ToString()));
@@ -331,7 +359,8 @@ Status Connection::Call(Method method, const google::protobuf::MessageLite& requ
   out.push_back({header, kFrameHeaderBytes});
   out.push_back({meta_buf_.data(), meta_buf_.size()});
   out.insert(out.end(), request_payload.begin(), request_payload.end());
-  Status st = MoveAll(out, deadline, /*send=*/true);
+  Status st = pieces != nullptr && !pieces->marks.empty() ? SendInPieces(out, 2, *pieces, deadline)
+                                                          : MoveAll(out, deadline, /*send=*/true);
   if (!st.ok()) return Fail(st);
 
   uint8_t rheader[kFrameHeaderBytes];

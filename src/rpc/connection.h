@@ -13,6 +13,7 @@
 #include <sys/uio.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -40,6 +41,16 @@ struct ConnectOptions {
   std::shared_ptr<TlsClientContext> tls;
 };
 
+// A request payload sent in pieces, with a call before each (see Connection::Call).
+struct PayloadPieces {
+  // Where each piece starts, in bytes of the payload: ascending, marks[0] == 0. Piece k is
+  // bytes [marks[k], marks[k + 1]), the last one runs to the end.
+  std::span<const uint64_t> marks;
+  // Called with k right before any byte of piece k is sent (after every byte of the pieces
+  // before it), on the calling thread.
+  const std::function<void(size_t piece)>* before = nullptr;
+};
+
 class Connection {
  public:
   // Connects to `endpoint` and performs the handshake (TLS, HELLO, authentication) before
@@ -62,9 +73,12 @@ class Connection {
   // TRANSFER_FAIL and the connection breaks). On an OK status `response` is filled.
   // Errors: the peer's code and message for a non-OK response; RPC_TIMEOUT; RPC_FAIL.
   // The memory behind the iovecs must stay valid until Call returns.
+  // `pieces` (null: none) sends the request payload piece by piece, calling pieces->before
+  // ahead of each; a send that fails stops before the pieces after it.
   Status Call(Method method, const google::protobuf::MessageLite& request,
               google::protobuf::MessageLite* response, std::span<const iovec> request_payload,
-              std::span<const iovec> response_payload, Deadline deadline);
+              std::span<const iovec> response_payload, Deadline deadline,
+              const PayloadPieces* pieces = nullptr);
 
   Status Call(Method method, const google::protobuf::MessageLite& request,
               google::protobuf::MessageLite* response, Deadline deadline) {
@@ -84,6 +98,10 @@ class Connection {
                       const HelloReply& reply, Deadline deadline);
   Status MoveAll(std::span<iovec> iov, Deadline deadline, bool send);
   Status MoveAllTls(std::span<iovec> iov, Deadline deadline, bool send);
+  // Sends `out`: its first `head` iovecs (frame header and meta) with the first piece, then the
+  // payload after them piece by piece (see PayloadPieces).
+  Status SendInPieces(std::span<iovec> out, size_t head, const PayloadPieces& pieces,
+                      Deadline deadline);
   Status Fail(Status st);  // closes the socket, returns st
 
   int fd_;

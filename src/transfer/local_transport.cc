@@ -20,9 +20,11 @@ Status LocalTransport::Copy(const SegmentRanges& where, std::span<const iovec> m
                               *total, mem_total));
   }
   IovecCursor cursor(mem);
-  for (const auto& r : where.ranges) {
+  for (size_t k = 0; k < where.ranges.size(); ++k) {
+    const rpc::Range& r = where.ranges[k];
     uint8_t* seg = segment->base() + r.offset();
     if (write) {
+      if (where.before_ranges != nullptr) (*where.before_ranges)(k, k + 1);
       cursor.CopyOut(seg, r.length());
     } else {
       cursor.CopyIn(seg, r.length());

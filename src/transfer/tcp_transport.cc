@@ -19,7 +19,26 @@ Status TcpTransport::Call(rpc::Method method, const SegmentRanges& where,
   auto conn = pool_->Acquire(*where.endpoint, deadline);
   if (!conn.ok()) return conn.status();
   rpc::Empty resp;
-  if (method != rpc::READ) return (*conn)->Call(method, req, &resp, out, in, deadline);
+  if (method != rpc::READ) {
+    if (where.before_ranges == nullptr) return (*conn)->Call(method, req, &resp, out, in, deadline);
+    // Whole ranges per piece, each piece at least kPieceBytes (the last may be less).
+    std::vector<uint64_t> marks{0};
+    std::vector<size_t> first_range{0};
+    uint64_t end = 0;
+    for (size_t r = 0; r + 1 < where.ranges.size(); ++r) {
+      end += where.ranges[r].length();
+      if (end - marks.back() >= kPieceBytes) {
+        marks.push_back(end);
+        first_range.push_back(r + 1);
+      }
+    }
+    first_range.push_back(where.ranges.size());
+    const std::function<void(size_t)> before = [&](size_t k) {
+      (*where.before_ranges)(first_range[k], first_range[k + 1]);
+    };
+    const rpc::PayloadPieces pieces{marks, &before};
+    return (*conn)->Call(method, req, &resp, out, in, deadline, &pieces);
+  }
   // READs end with a status trailer: a disk tier streams its bytes before it knows they are
   // all good (read_trailer.h).
   req.set_status_trailer(true);

@@ -9,6 +9,11 @@ namespace kvpool::transfer {
 
 class TcpTransport : public Transport {
  public:
+  // A write with SegmentRanges::before_ranges sends its ranges in pieces of at least this many
+  // bytes (whole ranges), calling the hook before each: small enough that a piece just hashed
+  // is still in cache when the socket copies it, large enough to keep system calls few.
+  static constexpr uint64_t kPieceBytes = 256 << 10;
+
   // `pool` must outlive the transport. Thread-safe.
   explicit TcpTransport(rpc::ConnectionPool* pool) : pool_(pool) {}
   Status Write(const SegmentRanges& dst, std::span<const iovec> src, Deadline deadline) override;

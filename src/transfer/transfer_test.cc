@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <random>
 #include <thread>
@@ -83,6 +84,31 @@ class TransferTest : public ::testing::Test {
     EXPECT_EQ(memory_->base()[0], 0);
   }
 
+  // SegmentRanges::before_ranges runs for every range, in order, before the range's bytes are
+  // read: what it writes into a range's memory is what the segment receives.
+  void HookRunsBeforeEachRangeIsRead(Transport& t) {
+    constexpr uint64_t kLen = 100 << 10;
+    std::vector<rpc::Range> ranges;
+    for (uint64_t k = 0; k < 6; ++k) ranges.push_back(R(k * 150000, kLen));
+    std::vector<uint8_t> data(6 * kLen, 0);
+    iovec src[2] = {{data.data(), 250000}, {data.data() + 250000, data.size() - 250000}};
+    std::vector<size_t> seen;
+    const std::function<void(size_t, size_t)> before = [&](size_t first, size_t last) {
+      for (size_t k = first; k < last; ++k) {
+        seen.push_back(k);
+        std::memset(data.data() + k * kLen, static_cast<int>(k + 1), kLen);
+      }
+    };
+    SegmentRanges where{&name_, &ep_, ranges, memory_->incarnation(), &before};
+    ASSERT_TRUE(t.Write(where, src, Soon()).ok());
+    EXPECT_EQ(seen, (std::vector<size_t>{0, 1, 2, 3, 4, 5}));
+    for (uint64_t k = 0; k < 6; ++k) {
+      const uint8_t* at = memory_->base() + k * 150000;
+      EXPECT_EQ(at[0], k + 1) << "range " << k;
+      EXPECT_EQ(at[kLen - 1], k + 1) << "range " << k;
+    }
+  }
+
   std::string name_ = "seg-a";
   std::shared_ptr<SegmentMemory> memory_;
   SegmentTable table_;
@@ -96,6 +122,18 @@ TEST_F(TransferTest, TcpRoundTrip) {
   TcpTransport t(&pool);
   RoundTrip(t);
   EXPECT_EQ(service_.counters().bytes_written.load(), 100000u);
+}
+
+TEST_F(TransferTest, TcpCallsBeforeRangesAheadOfTheirBytes) {
+  rpc::ConnectionPool pool("test");
+  TcpTransport t(&pool);
+  HookRunsBeforeEachRangeIsRead(t);
+  RoundTrip(t);  // the connection is still in step
+}
+
+TEST_F(TransferTest, LocalCallsBeforeRangesAheadOfTheirBytes) {
+  LocalTransport t(&table_);
+  HookRunsBeforeEachRangeIsRead(t);
 }
 
 TEST_F(TransferTest, LocalRoundTrip) {

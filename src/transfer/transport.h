@@ -5,6 +5,7 @@
 
 #include <sys/uio.h>
 
+#include <functional>
 #include <span>
 #include <string>
 
@@ -23,6 +24,13 @@ struct SegmentRanges {
   const rpc::Endpoint* endpoint;
   std::span<const rpc::Range> ranges;
   uint64_t incarnation = 0;
+  // Writes only; null: none. Called on the thread that called Write, with ranges [first, last),
+  // right before the bytes of those ranges are read from the caller's memory, in order and once
+  // per range. It lets the caller hash an object just before the move reads it, so that the
+  // move reads it from cache (hashing a whole batch first and moving it after reads every byte
+  // from memory twice). A transport may leave ranges out of the calls when it fails, or when it
+  // does not read the caller's memory itself; callers must not rely on a call for each range.
+  const std::function<void(size_t first, size_t last)>* before_ranges = nullptr;
 };
 
 class Transport {
