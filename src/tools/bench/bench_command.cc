@@ -13,6 +13,7 @@
 #include "tools/bench/limits.h"
 #include "tools/bench/master_memory.h"
 #include "tools/bench/mode_runner.h"
+#include "tools/bench/redis_benchmark.h"
 #include "tools/bench/redis_peer.h"
 #include "tools/bench/report.h"
 
@@ -77,7 +78,9 @@ Status RunRedisPeer(const BenchOptions& o, const Limits& limits, std::stop_token
       program, (*server)->port(), FormatSize(o.segment_bytes));
   std::cout << TableHeader() << std::endl;
   KVPOOL_RETURN_IF_ERROR(RunRedisRows(o, limits, **server, stop, rows));
+  KVPOOL_RETURN_IF_ERROR(RunRedisBenchmarkRows(o, limits, **server, stop, rows));
   CompareWithRedis(rows);
+  CompareWithRedisBenchmark(rows);
   return Status::Ok();
 }
 

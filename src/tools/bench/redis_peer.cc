@@ -231,14 +231,16 @@ size_t GetKeys(const BenchOptions& o, uint64_t page, int batch, uint64_t max_byt
 
 }  // namespace
 
-std::string FindRedisServer() {
+std::string FindRedisServer() { return FindInPath("redis-server"); }
+
+std::string FindInPath(const std::string& program) {
   const char* path = std::getenv("PATH");
   std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
   size_t from = 0;
   while (from <= dirs.size()) {
     size_t to = dirs.find(':', from);
     if (to == std::string::npos) to = dirs.size();
-    std::string candidate = dirs.substr(from, to - from) + "/redis-server";
+    std::string candidate = dirs.substr(from, to - from) + "/" + program;
     if (to > from && ::access(candidate.c_str(), X_OK) == 0) return candidate;
     from = to + 1;
   }

@@ -21,6 +21,8 @@ namespace kvpool::tools::bench {
 
 // The path of `redis-server` in $PATH; empty when there is none.
 std::string FindRedisServer();
+// The path of `program` in $PATH; empty when there is none.
+std::string FindInPath(const std::string& program);
 
 class RedisServer {
  public:
