@@ -75,8 +75,11 @@ Status RunRedisBenchmarkRows(const BenchOptions& o, const Limits& limits, const 
     if (!child.ok()) return child.status();
     const auto t0 = BenchClock::now();
     while (!(*child)->WaitExit(std::chrono::milliseconds(100))) {
-      if (stop.stop_requested() || BenchClock::now() - t0 > kRunTimeout) {
-        return Status::Ok();  // the child is stopped by its destructor
+      if (stop.stop_requested()) return Status::Ok();  // the child is stopped by its destructor
+      if (BenchClock::now() - t0 > kRunTimeout) {
+        return Status(ErrorCode::RPC_TIMEOUT,
+                      fmt::format("redis-benchmark of {} pages did not finish within {} s: {}",
+                                  FormatSize(page), kRunTimeout.count(), (*child)->LogTail()));
       }
     }
     const std::string log = (*child)->Log();

@@ -183,6 +183,9 @@ Result<LimitFigure> MeasureTcp(uint64_t page_bytes, std::span<uint8_t> dst, int 
     if (conns.back()->get() < 0) return Failed("accept failed", peer->get());
     SetTimeouts(conns.back()->get(), static_cast<int>(seconds) + kSlackSeconds);
   }
+  // Every sender fills its source before it connects: what the peer has used by now is its
+  // start-up and fill, not sending.
+  const double peer_cpu0 = (*peer)->CpuSeconds();
   const Header h{page_bytes, static_cast<uint64_t>(seconds * 1e9)};
   std::vector<int64_t> received(conns.size(), 0);
   std::vector<double> cpu(conns.size(), 0);
@@ -219,7 +222,7 @@ Result<LimitFigure> MeasureTcp(uint64_t page_bytes, std::span<uint8_t> dst, int 
   double own_cpu = 0;
   for (double c : cpu) own_cpu += c;
   const double gb = static_cast<double>(total) / 1e9;
-  return LimitFigure{gb / elapsed, (own_cpu + (*peer)->CpuSeconds()) / gb, streams};
+  return LimitFigure{gb / elapsed, (own_cpu + (*peer)->CpuSeconds() - peer_cpu0) / gb, streams};
 }
 
 int RunTcpPeer(const TcpPeerOptions& options) {
