@@ -529,9 +529,14 @@ TEST(DiskTierTest, StandalonePutsIntoFullDramAgainstFio) { PutsIntoFullDramAgain
 // (every object read back is exact; those whose copy had not become durable are missing).
 TEST(DiskTierTest, Kill9DuringOffloadServesNoHalfWrittenObject) {
   DiskPool p("32MB", "256MB");
-  ASSERT_NE(p.client, nullptr);
-  Client& c = *p.client;
-  ASSERT_EQ(PutPages(c, 0, 400, 64), 400);     // 100 MB: the offloader is busy when we kill
+  // 100 MB into 32 MB of DRAM: past the first 32 MB each batch of puts waits for the offloader
+  // (up to rpc_timeout); 3 s was too short once on a loaded CI machine (one batch refused).
+  ClientOptions patient = Quick();
+  patient.rpc_timeout = milliseconds(20000);
+  std::unique_ptr<Client> client = p.pool.NewClient(patient);
+  ASSERT_NE(client, nullptr);
+  Client& c = *client;
+  ASSERT_EQ(PutPages(c, 0, 400, 64), 400);     // the offloader is busy when we kill
   Process& restarted = p.pool.RestartNode(0);  // SIGKILL, then start again
   ASSERT_TRUE(restarted.WaitForLog("mounted disk segment=", milliseconds(20000)))
       << restarted.Log();
