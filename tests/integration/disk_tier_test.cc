@@ -126,11 +126,12 @@ ClientOptions Quick() {
 // A pool of one node with `dram` of DRAM over a `disk` disk tier in a fresh directory, and a
 // client of it (null if it could not be set up).
 struct DiskPool {
-  DiskPool(const std::string& dram, const std::string& disk, std::vector<std::string> flags = {})
+  DiskPool(const std::string& dram, const std::string& disk, std::vector<std::string> flags = {},
+           ClientOptions options = Quick())
       : pool({"--client_ttl", "30"}) {
     flags.insert(flags.begin(), {"--disk_path", dir.path(), "--disk_size", disk});
     pool.AddNode(dram, flags);
-    client = pool.NewClient(Quick());
+    client = pool.NewClient(std::move(options));
   }
   // A standalone engine attached to the node.
   Result<std::unique_ptr<Client>> AttachEngine() {
@@ -528,14 +529,13 @@ TEST(DiskTierTest, StandalonePutsIntoFullDramAgainstFio) { PutsIntoFullDramAgain
 // kill -9 while the offloader is writing: after the restart nothing half-written is served
 // (every object read back is exact; those whose copy had not become durable are missing).
 TEST(DiskTierTest, Kill9DuringOffloadServesNoHalfWrittenObject) {
-  DiskPool p("32MB", "256MB");
   // 100 MB into 32 MB of DRAM: past the first 32 MB each batch of puts waits for the offloader
   // (up to rpc_timeout); 3 s was too short once on a loaded CI machine (one batch refused).
   ClientOptions patient = Quick();
   patient.rpc_timeout = milliseconds(20000);
-  std::unique_ptr<Client> client = p.pool.NewClient(patient);
-  ASSERT_NE(client, nullptr);
-  Client& c = *client;
+  DiskPool p("32MB", "256MB", {}, patient);
+  ASSERT_NE(p.client, nullptr);
+  Client& c = *p.client;
   ASSERT_EQ(PutPages(c, 0, 400, 64), 400);     // the offloader is busy when we kill
   Process& restarted = p.pool.RestartNode(0);  // SIGKILL, then start again
   ASSERT_TRUE(restarted.WaitForLog("mounted disk segment=", milliseconds(20000)))
