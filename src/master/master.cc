@@ -51,6 +51,8 @@ rpc::ServerOptions ServerOptionsOf(const MasterOptions& o) {
   s.host = o.rpc_host;
   s.port = static_cast<uint16_t>(o.rpc_port);
   s.threads = o.rpc_threads;
+  // Control requests are small and latency-bound: no hop between threads inside one.
+  s.pin_connections = true;
   s.security = o.security;
   s.protected_mode = !o.security.insecure;
   s.insecure_hint = "start the master with --insecure";

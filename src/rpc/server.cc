@@ -113,8 +113,7 @@ std::string SubjectOf(SSL* ssl) {
 }
 
 // Closes a connection's stream when its deadline passes (a connection that stalls mid-frame
-// or mid-handshake, or stays silent too long). Used on the connection's strand only; a firing
-// that lost the race with a re-arm, a cancel or the end of the connection does nothing.
+// or mid-handshake, or stays silent too long). Used on the connection's strand only.
 }  // namespace
 
 class Server::Watchdog {
@@ -129,27 +128,48 @@ class Server::Watchdog {
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
-  // (Re)starts the deadline; `what` ends the log line ("handshake not completed in time").
+  // (Re)starts the deadline; `what` (a literal) ends the log line ("handshake not completed in
+  // time"). Every frame restarts it, and resetting a timer is a system call when it becomes the
+  // earliest one, so the timer is only moved to an earlier time: a timer that goes off before
+  // the deadline sets itself for the deadline.
   void Arm(Clock::duration timeout, const char* what) {
-    const uint64_t generation = ++state_->generation;
-    timer_.expires_after(timeout);
-    timer_.async_wait([state = state_, generation, this, what](const asio::error_code& e) {
-      // `this` is alive while state->stream is set (the destructor clears it).
-      if (e || state->stream == nullptr || state->generation != generation) return;
-      spdlog::warn("{}: closing connection from {}: {}", name_, peer_, what);
-      state->stream->Close();
-    });
+    state_->deadline = Clock::now() + timeout;
+    state_->what = what;
+    state_->armed = true;
+    if (state_->waiting && timer_.expiry() <= state_->deadline) return;
+    Wait(state_->deadline);
   }
-  void Cancel() {
-    ++state_->generation;
-    timer_.cancel();
-  }
+  // Until the next Arm, nothing is closed (a pending timer goes off and does nothing).
+  void Cancel() { state_->armed = false; }
 
  private:
   struct State {
     ServerStream* stream = nullptr;
-    uint64_t generation = 0;
+    Deadline deadline{};
+    const char* what = "";
+    bool armed = false;
+    bool waiting = false;  // the wait numbered `wait` is pending
+    uint64_t wait = 0;
   };
+
+  void Wait(Deadline at) {
+    const uint64_t number = ++state_->wait;
+    state_->waiting = true;
+    timer_.expires_at(at);  // cancels an earlier wait, whose handler then does nothing
+    timer_.async_wait([state = state_, number, this](const asio::error_code& e) {
+      // `this` is alive while state->stream is set (the destructor clears it).
+      if (e || state->stream == nullptr || state->wait != number) return;
+      state->waiting = false;
+      if (!state->armed) return;
+      if (Clock::now() < state->deadline) {
+        Wait(state->deadline);
+        return;
+      }
+      spdlog::warn("{}: closing connection from {}: {}", name_, peer_, state->what);
+      state->stream->Close();
+    });
+  }
+
   asio::steady_timer timer_;
   std::shared_ptr<State> state_;
   const std::string& name_;
@@ -254,8 +274,26 @@ bool FromThisHost(const asio::ip::address& peer, const asio::ip::address& local)
   return p.is_loopback() || p == Unmapped(local);
 }
 
+namespace {
+
+std::vector<std::unique_ptr<asio::io_context>> MakeContexts(const ServerOptions& o) {
+  std::vector<std::unique_ptr<asio::io_context>> ios;
+  const int threads = std::max(1, o.threads);
+  if (!o.pin_connections) {
+    ios.push_back(std::make_unique<asio::io_context>(threads));
+    return ios;
+  }
+  for (int i = 0; i < threads; ++i) ios.push_back(std::make_unique<asio::io_context>(1));
+  return ios;
+}
+
+}  // namespace
+
 Server::Server(ServerOptions options, Service* service)
-    : options_(std::move(options)), service_(service), acceptor_(io_) {}
+    : options_(std::move(options)),
+      service_(service),
+      ios_(MakeContexts(options_)),
+      acceptor_(*ios_.front()) {}
 
 Server::~Server() { Stop(); }
 
@@ -318,19 +356,26 @@ Status Server::Start() {
         "and overwrite the pool. Set --auth_secret_file FILE or ${} (docs/security.md).",
         options_.name, options_.host, bound_port_, kAuthSecretEnv);
   }
-  asio::co_spawn(io_, AcceptLoop(), asio::detached);
-  int n = std::max(1, options_.threads);
-  for (int i = 0; i < n; ++i) threads_.emplace_back([this] { io_.run(); });
+  asio::co_spawn(*ios_.front(), AcceptLoop(), asio::detached);
+  const int n = std::max(1, options_.threads);
+  for (int i = 0; i < n; ++i) {
+    asio::io_context* io = ios_[static_cast<size_t>(i) % ios_.size()].get();
+    threads_.emplace_back([io] {
+      // A pinned context must not return while it waits for its first connection.
+      auto work = asio::make_work_guard(*io);
+      io->run();
+    });
+  }
   return Status::Ok();
 }
 
 void Server::Stop() {
   if (stopped_.exchange(true)) return;
-  asio::post(io_, [this] {
+  asio::post(*ios_.front(), [this] {
     asio::error_code ec;
     acceptor_.close(ec);
   });
-  io_.stop();
+  for (auto& io : ios_) io->stop();
   for (auto& t : threads_) t.join();
   threads_.clear();
 }
@@ -387,7 +432,16 @@ void Server::Leave(Slot& slot) {
 asio::awaitable<void> Server::AcceptLoop() {
   asio::steady_timer backoff(co_await asio::this_coro::executor);
   for (;;) {
-    auto [ec, socket] = co_await acceptor_.async_accept(asio::make_strand(io_), kUseTuple);
+    // Pinned: the connection's own thread is its strand. Shared: a strand keeps one
+    // connection's handlers in order across the threads.
+    asio::any_io_executor served_by;
+    if (options_.pin_connections) {
+      served_by = ios_[next_io_]->get_executor();
+      next_io_ = (next_io_ + 1) % ios_.size();
+    } else {
+      served_by = asio::make_strand(*ios_.front());
+    }
+    auto [ec, socket] = co_await acceptor_.async_accept(served_by, kUseTuple);
     if (ec) {
       if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
       spdlog::warn("{}: accept failed: {}", options_.name, ec.message());
@@ -398,8 +452,7 @@ asio::awaitable<void> Server::AcceptLoop() {
     }
     socket.set_option(asio::ip::tcp::no_delay(true), ec);
     socket.set_option(asio::socket_base::keep_alive(true), ec);
-    auto ex = socket.get_executor();
-    asio::co_spawn(ex, Accepted(std::move(socket)), asio::detached);
+    asio::co_spawn(socket.get_executor(), Accepted(std::move(socket)), asio::detached);
   }
 }
 

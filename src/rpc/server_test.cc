@@ -318,6 +318,69 @@ TEST_F(ServerTest, StallAtEveryByteOfAFrameIsTimedOut) {
   ExpectStillServing();
 }
 
+// Every frame restarts the deadlines (the watchdog moves its timer only to earlier times): a
+// connection busy for longer than idle_timeout and frame_timeout together stays open, and a
+// frame left half sent after that is still closed.
+TEST_F(ServerTest, BusyConnectionOutlivesItsTimeoutsAndAStallAfterIsClosed) {
+  int fd = RawConnect();
+  ASSERT_TRUE(RawHello(fd));
+  const std::string hello = FrameBytes(HELLO, HelloMeta());
+  const Deadline busy_until = DeadlineAfter(std::chrono::milliseconds(1200));
+  int frames = 0;
+  while (Clock::now() < busy_until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // A second HELLO is an error reply, not a close: enough to count as a frame.
+    ASSERT_TRUE(WriteAll(fd, hello)) << "after " << frames << " frames";
+    uint8_t rb[kFrameHeaderBytes];
+    ASSERT_EQ(::recv(fd, rb, sizeof(rb), MSG_WAITALL), static_cast<ssize_t>(sizeof(rb)))
+        << "closed after " << frames << " frames";
+    auto r = DecodeFrameHeader(rb, FrameLimits());
+    ASSERT_TRUE(r.ok());
+    std::string meta(r->meta_len, '\0');
+    if (!meta.empty())
+      ASSERT_EQ(::recv(fd, meta.data(), meta.size(), MSG_WAITALL),
+                static_cast<ssize_t>(meta.size()));
+    ++frames;
+  }
+  ASSERT_TRUE(WriteAll(fd, std::string_view(hello).substr(0, 5)));
+  EXPECT_EQ(WaitAllClosed({fd}, std::chrono::seconds(3)), 1u);  // frame_timeout is 300 ms
+  ::close(fd);
+}
+
+// With a thread per connection (ServerOptions::pin_connections, the master's setting) requests
+// round-trip on many connections at once, and the deadlines still close a stalled one.
+TEST(PinnedServerTest, ConnectionsSpreadOverThreadsServeAndTimeOut) {
+  EchoService service;
+  ServerOptions o;
+  o.host = "127.0.0.1";
+  o.threads = 3;
+  o.pin_connections = true;
+  o.frame_timeout = std::chrono::milliseconds(300);
+  Server server(o, &service);
+  ASSERT_TRUE(server.Start().ok());
+  const Endpoint ep{"127.0.0.1", server.port()};
+  std::vector<std::unique_ptr<Connection>> conns;
+  for (int i = 0; i < 7; ++i) {
+    auto c = Connection::Connect(ep, "pinned", DeadlineAfter(std::chrono::seconds(5)));
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    conns.push_back(std::move(c).value());
+  }
+  for (auto& c : conns) {
+    Empty resp;
+    std::string bytes = "x";
+    iovec out{bytes.data(), bytes.size()};
+    ASSERT_TRUE(
+        c->Call(WRITE, Empty(), &resp, {&out, 1}, {}, DeadlineAfter(std::chrono::seconds(5))).ok());
+  }
+  int fd = RawLoopbackSocket(server.port());
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(RawHello(fd));
+  ASSERT_TRUE(WriteAll(fd, FrameBytes(HELLO, HelloMeta()).substr(0, 5)));
+  EXPECT_EQ(WaitAllClosed({fd}, std::chrono::seconds(3)), 1u);
+  ::close(fd);
+  server.Stop();
+}
+
 // A header that announces 64 MiB of meta costs memory only as the bytes arrive.
 TEST(ServerMemoryTest, AnnouncedMetaIsNotAllocatedBeforeItArrives) {
   EchoService service;
