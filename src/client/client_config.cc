@@ -125,6 +125,8 @@ std::vector<ClientOptionDescriptor> BuildTable() {
                      "deadline of the data phase of one call", {"transfer_timeout"}));
   t.push_back(Option("heartbeat_interval_ms", K::kDurationMs, &O::heartbeat_interval,
                      "liveness ping period", {"heartbeat_interval"}));
+  t.push_back(Option("reply_spin_us", K::kCount, &O::reply_spin_us,
+                     "microseconds a call polls for its reply before sleeping (0: never)"));
   t.push_back(Option("prefault_segment", K::kBool, &O::prefault_segment,
                      "fault the contributed segment in at Setup"));
   t.push_back(Option("prefault_segment_in_background", K::kBool, &O::prefault_segment_in_background,

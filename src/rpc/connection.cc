@@ -10,6 +10,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -95,8 +96,11 @@ size_t TotalLength(std::span<const iovec> iov) {
 
 }  // namespace
 
-Connection::Connection(int fd, Endpoint endpoint, FrameLimits limits)
-    : fd_(fd), endpoint_(std::move(endpoint)), limits_(limits) {}
+Connection::Connection(int fd, Endpoint endpoint, const ConnectOptions& options)
+    : fd_(fd),
+      endpoint_(std::move(endpoint)),
+      limits_(options.limits),
+      reply_spin_(options.reply_spin) {}
 
 Connection::~Connection() {
   if (ssl_ != nullptr) SSL_free(ssl_);
@@ -109,7 +113,7 @@ Result<std::unique_ptr<Connection>> Connection::Connect(const Endpoint& endpoint
                                                         const ConnectOptions& options) {
   auto fd = ConnectSocket(endpoint, deadline);
   if (!fd.ok()) return fd.status();
-  std::unique_ptr<Connection> conn(new Connection(*fd, endpoint, options.limits));
+  std::unique_ptr<Connection> conn(new Connection(*fd, endpoint, options));
   if (options.tls != nullptr) KVPOOL_RETURN_IF_ERROR(conn->StartTls(*options.tls, deadline));
   Hello hello;
   hello.set_protocol_version(kProtocolVersion);
@@ -220,6 +224,19 @@ bool Connection::StillOpen() const {
   // Idle connections have nothing to read: EAGAIN means open; 0 means closed; data means the
   // stream is out of sync, so it must not be reused either.
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+void Connection::SpinForReply() {
+  if (reply_spin_.count() <= 0 || (ssl_ != nullptr && SSL_pending(ssl_) > 0)) return;
+  const Deadline until = Clock::now() + reply_spin_;
+  char c;
+  for (;;) {
+    ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return;
+    if (Clock::now() >= until) return;
+    // The server may be on this CPU: let it (or anything else runnable) go first.
+    sched_yield();
+  }
 }
 
 Status Connection::Fail(Status st) {
@@ -363,6 +380,7 @@ Status Connection::Call(Method method, const google::protobuf::MessageLite& requ
                                                           : MoveAll(out, deadline, /*send=*/true);
   if (!st.ok()) return Fail(st);
 
+  SpinForReply();
   uint8_t rheader[kFrameHeaderBytes];
   iovec hv{rheader, kFrameHeaderBytes};
   st = MoveAll({&hv, 1}, deadline, /*send=*/false);

@@ -39,6 +39,11 @@ struct ConnectOptions {
   bool tenant_key = false;
   // TLS context; null: plain TCP.
   std::shared_ptr<TlsClientContext> tls;
+  // How long a call polls for the first byte of its reply before it sleeps in poll(). A thread
+  // that sleeps gives its CPU back, and on a VM waking a halted CPU costs tens of
+  // microseconds, which is most of a small call's round trip (exists: docs/benchmarks.md).
+  // The poll yields the CPU to any other runnable thread between looks. 0: sleep at once.
+  std::chrono::microseconds reply_spin{100};
 };
 
 // A request payload sent in pieces, with a call before each (see Connection::Call).
@@ -92,7 +97,7 @@ class Connection {
   const Endpoint& endpoint() const { return endpoint_; }
 
  private:
-  Connection(int fd, Endpoint endpoint, FrameLimits limits);
+  Connection(int fd, Endpoint endpoint, const ConnectOptions& options);
   Status StartTls(TlsClientContext& tls, Deadline deadline);
   Status Authenticate(const ConnectOptions& options, const std::string& client_nonce,
                       const HelloReply& reply, Deadline deadline);
@@ -103,12 +108,14 @@ class Connection {
   Status SendInPieces(std::span<iovec> out, size_t head, const PayloadPieces& pieces,
                       Deadline deadline);
   Status Fail(Status st);  // closes the socket, returns st
+  void SpinForReply();     // see ConnectOptions::reply_spin
 
   int fd_;
   SSL* ssl_ = nullptr;  // owned; set when the connection is TLS
   Endpoint endpoint_;
   FrameLimits limits_;
   uint64_t next_request_id_ = 1;
+  std::chrono::microseconds reply_spin_;
   std::string meta_buf_;  // reused between calls
 };
 
