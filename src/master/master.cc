@@ -53,6 +53,7 @@ rpc::ServerOptions ServerOptionsOf(const MasterOptions& o) {
   s.threads = o.rpc_threads;
   // Control requests are small and latency-bound: no hop between threads inside one.
   s.pin_connections = true;
+  s.idle_spin = std::chrono::microseconds(o.rpc_idle_spin_us);
   s.security = o.security;
   s.protected_mode = !o.security.insecure;
   s.insecure_hint = "start the master with --insecure";

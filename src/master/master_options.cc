@@ -51,6 +51,10 @@ void AddMasterFlags(CLI::App& app, MasterOptions& o) {
   app.add_option("--rpc_port", o.rpc_port, "RPC port (0: any free port)")->capture_default_str();
   app.add_option("--rpc_thread_num,--rpc_threads", o.rpc_threads, "RPC I/O threads")
       ->capture_default_str();
+  app.add_option("--rpc_idle_spin_us", o.rpc_idle_spin_us,
+                 "microseconds an RPC thread polls for the next request before sleeping (0: "
+                 "sleep at once)")
+      ->capture_default_str();
   app.add_option("--eviction_high_watermark_ratio", o.eviction_high_watermark_ratio,
                  "evict when a segment's or the pool's use passes this fraction")
       ->capture_default_str();
@@ -163,6 +167,9 @@ Status ValidateMasterOptions(const MasterOptions& o) {
   if (o.rpc_host.empty()) return Bad("rpc_host", "''", "an IP address such as 0.0.0.0");
   if (o.rpc_port < 0 || o.rpc_port > 65535) {
     return Bad("rpc_port", std::to_string(o.rpc_port), "0..65535");
+  }
+  if (o.rpc_idle_spin_us < 0 || o.rpc_idle_spin_us > 10000) {
+    return Bad("rpc_idle_spin_us", std::to_string(o.rpc_idle_spin_us), "0..10000");
   }
   if (o.rpc_threads < 1 || o.rpc_threads > 256) {
     return Bad("rpc_thread_num", std::to_string(o.rpc_threads), "1..256");

@@ -27,6 +27,10 @@ struct MasterOptions {
   int rpc_port = 50051;
   // RPC I/O threads. Flag --rpc_thread_num (alias --rpc_threads). Default 2; range 1..256.
   int rpc_threads = 2;
+  // Microseconds an RPC thread keeps polling for the next request after answering one, before
+  // it sleeps (rpc::ServerOptions::idle_spin): the calls of a client's burst then skip a CPU
+  // wake-up each. Flag --rpc_idle_spin_us. Default 50; range 0..10000 (0: sleep at once).
+  int rpc_idle_spin_us = 50;
   // Eviction starts when a segment's (or the whole pool's) used/capacity passes this.
   // Flag --eviction_high_watermark_ratio. Default 0.90; range (0, 1].
   double eviction_high_watermark_ratio = 0.90;

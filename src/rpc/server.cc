@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <sched.h>
 #include <spdlog/spdlog.h>
 
 #include <array>
@@ -287,6 +288,24 @@ std::vector<std::unique_ptr<asio::io_context>> MakeContexts(const ServerOptions&
   return ios;
 }
 
+// io.run(), except that after each handler the thread polls for `spin` before it sleeps
+// (ServerOptions::idle_spin).
+void RunPolling(asio::io_context& io, std::chrono::microseconds spin) {
+  if (spin.count() <= 0) {
+    io.run();
+    return;
+  }
+  while (!io.stopped()) {
+    if (io.run_one() == 0) return;  // slept until a handler ran (or the context stopped)
+    const Deadline until = Clock::now() + spin;
+    while (!io.stopped()) {
+      if (io.poll() > 0) continue;
+      if (Clock::now() >= until) break;
+      sched_yield();
+    }
+  }
+}
+
 }  // namespace
 
 Server::Server(ServerOptions options, Service* service)
@@ -360,10 +379,10 @@ Status Server::Start() {
   const int n = std::max(1, options_.threads);
   for (int i = 0; i < n; ++i) {
     asio::io_context* io = ios_[static_cast<size_t>(i) % ios_.size()].get();
-    threads_.emplace_back([io] {
+    threads_.emplace_back([io, spin = options_.idle_spin] {
       // A pinned context must not return while it waits for its first connection.
       auto work = asio::make_work_guard(*io);
-      io->run();
+      RunPolling(*io, spin);
     });
   }
   return Status::Ok();
