@@ -4,7 +4,10 @@ prefetch): a master and a node with default flags, 128 small objects, then the c
 embedded mode (a store contributing no memory, talking to the master) and in standalone mode
 (setup_dummy, attached to the node), the modes alternated. Prints p50 / p99 per mode and run.
 
-Usage: scripts/bench-python-exists.py [--calls 3000] [--runs 3]
+Usage: scripts/bench-python-exists.py [--calls 3000] [--runs 3] [--reply_spin_us N]
+                                      [--master_spin_us N]
+--reply_spin_us sets the embedded store's client option of that name, --master_spin_us the
+master's --rpc_idle_spin_us (unset: their defaults); 0 and 0 show what polling saves.
 Needs build/ (the kvpool binary and Python module)."""
 import argparse
 import time
@@ -33,11 +36,17 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=3000)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--reply_spin_us", type=int)
+    ap.add_argument("--master_spin_us", type=int)
     args = ap.parse_args()
-    with bench_pool.pool("256MB") as (master, node):
+    master_flags = [] if args.master_spin_us is None else \
+        ["--rpc_idle_spin_us", str(args.master_spin_us)]
+    with bench_pool.pool("256MB", master_flags=master_flags) as (master, node):
         embedded = kvpool.KVPoolStore()
-        assert embedded.setup("127.0.0.1", "P2PHANDSHAKE", 0, 0, "tcp", "", master) == 0, \
-            kvpool.last_error()
+        config = {"master_server_address": master, "global_segment_size": 0}
+        if args.reply_spin_us is not None:
+            config["reply_spin_us"] = args.reply_spin_us
+        assert embedded.setup(config) == 0, kvpool.last_error()
         standalone = kvpool.KVPoolStore()
         end = time.monotonic() + 20
         while standalone.setup_dummy(16 << 20, 16 << 20, node) != 0:

@@ -30,12 +30,12 @@ def wait_port(port, seconds=20):
 
 
 @contextlib.contextmanager
-def pool(segment, node_flags=()):
+def pool(segment, node_flags=(), master_flags=()):
     """Yields (master address, node address); the node is started but may not have mounted yet."""
     log = tempfile.TemporaryFile()
     mport, nport = free_port(), free_port()
     procs = [subprocess.Popen([BINARY, "master", "--rpc_port", str(mport), "--rpc_host",
-                               "127.0.0.1", "--metrics_port", "0"], stdout=log, stderr=log)]
+                               "127.0.0.1", "--metrics_port", "0", *master_flags], stdout=log, stderr=log)]
     try:
         if not wait_port(mport):
             raise RuntimeError("master did not start")
