@@ -337,9 +337,10 @@ TEST_F(ServerTest, BusyConnectionOutlivesItsTimeoutsAndAStallAfterIsClosed) {
     auto r = DecodeFrameHeader(rb, FrameLimits());
     ASSERT_TRUE(r.ok());
     std::string meta(r->meta_len, '\0');
-    if (!meta.empty())
+    if (!meta.empty()) {
       ASSERT_EQ(::recv(fd, meta.data(), meta.size(), MSG_WAITALL),
                 static_cast<ssize_t>(meta.size()));
+    }
     ++frames;
   }
   ASSERT_TRUE(WriteAll(fd, std::string_view(hello).substr(0, 5)));
