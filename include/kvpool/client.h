@@ -30,6 +30,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kvpool/status.h"
@@ -321,9 +322,17 @@ class Client {
 
   // true when a complete object exists. Errors: INVALID_KEY, RPC_FAIL, RPC_TIMEOUT.
   virtual Result<bool> IsExist(const std::string& key) = 0;
-  virtual std::vector<Result<bool>> BatchIsExist(const std::vector<std::string>& keys) = 0;
+  // The keys are views the caller keeps alive until the call returns (the Python module's point
+  // into its str objects, so a batch costs no copy per key); the std::string forms call these.
+  virtual std::vector<Result<bool>> BatchIsExist(std::span<const std::string_view> keys) = 0;
+  std::vector<Result<bool>> BatchIsExist(const std::vector<std::string>& keys) {
+    return BatchIsExist(std::vector<std::string_view>(keys.begin(), keys.end()));
+  }
   // Number of leading keys that exist, answered by the master in one pass (HiCache's query).
-  virtual Result<size_t> ExistsPrefix(const std::vector<std::string>& keys) = 0;
+  virtual Result<size_t> ExistsPrefix(std::span<const std::string_view> keys) = 0;
+  Result<size_t> ExistsPrefix(const std::vector<std::string>& keys) {
+    return ExistsPrefix(std::vector<std::string_view>(keys.begin(), keys.end()));
+  }
   // The object's size. Errors: OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY, RPC_*.
   virtual Result<uint64_t> GetSize(const std::string& key) = 0;
 

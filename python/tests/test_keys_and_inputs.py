@@ -91,6 +91,39 @@ def test_non_utf8_keys_standalone(pool, uid):
         s.close()
 
 
+def check_exists_key_forms(s, uid):
+    """The exists queries read their keys in place (no copy per key): every form List[str]
+    took before is still accepted and means the same key; what it refused it still refuses."""
+    k = f"{uid}-forms-\u00e9"
+    assert s.put(k, b"v" * 100) == OK, kvpool.last_error()
+    raw = k.encode()
+    missing = f"{uid}-forms-missing"
+    assert s.batch_is_exist([k, raw, bytearray(raw), missing]) == [1, 1, 1, 0]
+    assert s.batch_is_exist((k, missing)) == [1, 0]
+    assert s.batch_is_exist([]) == []
+    assert s.batch_exists_prefix([raw, k, missing, k]) == 2
+    assert s.batch_exists_prefix((bytearray(raw),)) == 1
+    for bad in (k, raw, [1], [k, None], None, ["\ud800"]):
+        with pytest.raises(TypeError):
+            s.batch_is_exist(bad)
+        with pytest.raises(TypeError):
+            s.batch_exists_prefix(bad)
+    assert s.batch_is_exist(["", k]) == [ErrorCode.INVALID_KEY, 1]  # checked per key as before
+
+
+def test_exists_key_forms_embedded(store, uid):
+    check_exists_key_forms(store, uid)
+
+
+def test_exists_key_forms_standalone(pool, uid):
+    s = KVPoolStore()
+    assert s.setup_dummy(64 << 20, 16 << 20, pool.node_address(0)) == OK, kvpool.last_error()
+    try:
+        check_exists_key_forms(s, uid)
+    finally:
+        s.close()
+
+
 def test_last_error_never_raises_on_invalid_utf8(store, uid):
     key = b"\xc3" + uid.encode() + b"\xff"  # a truncated sequence, then a stray byte
     assert store.get_size(key) == ErrorCode.OBJECT_NOT_FOUND

@@ -86,8 +86,10 @@ class ClientImpl : public HostedClient {
                                const ReplicateConfig& config) override;
   std::vector<Result<std::vector<uint8_t>>> BatchGet(const std::vector<std::string>& keys) override;
   Result<bool> IsExist(const std::string& key) override;
-  std::vector<Result<bool>> BatchIsExist(const std::vector<std::string>& keys) override;
-  Result<size_t> ExistsPrefix(const std::vector<std::string>& keys) override;
+  using Client::BatchIsExist;  // and ExistsPrefix: the std::string forms
+  using Client::ExistsPrefix;
+  std::vector<Result<bool>> BatchIsExist(std::span<const std::string_view> keys) override;
+  Result<size_t> ExistsPrefix(std::span<const std::string_view> keys) override;
   Result<uint64_t> GetSize(const std::string& key) override;
   Status Remove(const std::string& key, bool force) override;
   std::vector<Status> BatchRemove(const std::vector<std::string>& keys, bool force) override;

@@ -42,13 +42,24 @@ void SpreadCodes(const Result<rpc::CodesReply>& reply, const std::vector<size_t>
 }
 
 std::vector<Result<bool>> AskExists(master::MasterClient& master,
-                                    const std::vector<std::string>& keys, Deadline deadline) {
-  std::vector<Status> status;
+                                    std::span<const std::string_view> keys, Deadline deadline) {
+  std::vector<Status> status(keys.size(), Status::Ok());
   std::vector<size_t> sent;
+  sent.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    status[i] = ValidateKey(keys[i]);
+    if (status[i].ok()) sent.push_back(i);
+  }
+  std::vector<std::string_view> valid;  // only when some key is not: else `keys` goes as it is
+  if (sent.size() != keys.size()) {
+    valid.reserve(sent.size());
+    for (size_t i : sent) valid.push_back(keys[i]);
+  }
   std::vector<int32_t> raw(keys.size(), 0);
-  std::vector<std::string> copy;
-  const auto& valid = ValidKeys(keys, status, sent, &copy);
-  if (!sent.empty()) SpreadCodes(master.Exists(valid, deadline), sent, status, &raw);
+  if (!sent.empty()) {
+    auto reply = master.Exists(sent.size() == keys.size() ? keys : valid, deadline);
+    SpreadCodes(reply, sent, status, &raw);
+  }
   std::vector<Result<bool>> out;
   out.reserve(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -57,9 +68,9 @@ std::vector<Result<bool>> AskExists(master::MasterClient& master,
   return out;
 }
 
-Result<size_t> AskExistsPrefix(master::MasterClient& master, const std::vector<std::string>& keys,
-                               Deadline deadline) {
-  for (const auto& k : keys) KVPOOL_RETURN_IF_ERROR(ValidateKey(k));
+Result<size_t> AskExistsPrefix(master::MasterClient& master,
+                               std::span<const std::string_view> keys, Deadline deadline) {
+  for (std::string_view k : keys) KVPOOL_RETURN_IF_ERROR(ValidateKey(k));
   if (keys.empty()) return size_t{0};
   auto r = master.ExistsPrefix(keys, deadline);
   if (!r.ok()) return r.status();

@@ -9,7 +9,9 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/time.h"
@@ -30,12 +32,12 @@ const std::vector<std::string>& ValidKeys(const std::vector<std::string>& keys,
 void SpreadCodes(const Result<rpc::CodesReply>& reply, const std::vector<size_t>& sent,
                  std::vector<Status>& status, std::vector<int32_t>* raw);
 
-// Whether each key exists (in DRAM or on a disk tier).
+// Whether each key exists (in DRAM or on a disk tier). The views need only outlive the call.
 std::vector<Result<bool>> AskExists(master::MasterClient& master,
-                                    const std::vector<std::string>& keys, Deadline deadline);
+                                    std::span<const std::string_view> keys, Deadline deadline);
 
 // How many leading keys exist. Errors: INVALID_PARAMS for an invalid key, or the request's.
-Result<size_t> AskExistsPrefix(master::MasterClient& master, const std::vector<std::string>& keys,
-                               Deadline deadline);
+Result<size_t> AskExistsPrefix(master::MasterClient& master,
+                               std::span<const std::string_view> keys, Deadline deadline);
 
 }  // namespace kvpool::client

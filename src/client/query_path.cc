@@ -8,14 +8,17 @@
 #include "common/keys.h"
 
 namespace kvpool::client {
-Result<bool> ClientImpl::IsExist(const std::string& key) { return BatchIsExist({key})[0]; }
+Result<bool> ClientImpl::IsExist(const std::string& key) {
+  const std::string_view one[] = {key};
+  return BatchIsExist(std::span<const std::string_view>(one))[0];
+}
 
-std::vector<Result<bool>> ClientImpl::BatchIsExist(const std::vector<std::string>& keys) {
+std::vector<Result<bool>> ClientImpl::BatchIsExist(std::span<const std::string_view> keys) {
   if (Status st = CheckOpen(); !st.ok()) return std::vector<Result<bool>>(keys.size(), st);
   return AskExists(*master_, keys, RpcDeadline());
 }
 
-Result<size_t> ClientImpl::ExistsPrefix(const std::vector<std::string>& keys) {
+Result<size_t> ClientImpl::ExistsPrefix(std::span<const std::string_view> keys) {
   KVPOOL_RETURN_IF_ERROR(CheckOpen());
   return AskExistsPrefix(*master_, keys, RpcDeadline());
 }

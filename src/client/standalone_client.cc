@@ -215,13 +215,15 @@ Status StandaloneClient::UnregisterBuffer(void* ptr) {
 
 namespace {
 
-rpc::KeysRequest KeysOf(const std::vector<std::string>& keys, bool force = false) {
+template <typename Keys>  // of std::string or std::string_view
+rpc::KeysRequest KeysOf(const Keys& keys, bool force = false) {
   rpc::KeysRequest req;
-  req.mutable_keys()->Reserve(static_cast<int>(keys.size()));
-  for (const auto& k : keys) req.add_keys(k);
+  req.mutable_keys()->Reserve(static_cast<int>(std::size(keys)));
+  for (const auto& k : keys) req.add_keys(k.data(), k.size());
   req.set_force(force);
   return req;
 }
+
 
 // Per key statuses of a CodesReply (codes <= 0; 1 also counts as OK).
 std::vector<Status> StatusesOf(const Status& call, const rpc::CodesReply& reply, size_t n) {
@@ -244,7 +246,10 @@ std::vector<Status> StatusesOf(const Status& call, const rpc::CodesReply& reply,
 
 }  // namespace
 
-Result<bool> StandaloneClient::IsExist(const std::string& key) { return BatchIsExist({key})[0]; }
+Result<bool> StandaloneClient::IsExist(const std::string& key) {
+  const std::string_view one[] = {key};
+  return BatchIsExist(std::span<const std::string_view>(one))[0];
+}
 
 namespace {
 
@@ -261,7 +266,7 @@ bool StandaloneClient::DirectQueries() const {
   return master_ != nullptr && link_->up() && link_->names_master();
 }
 
-std::vector<Result<bool>> StandaloneClient::BatchIsExist(const std::vector<std::string>& keys) {
+std::vector<Result<bool>> StandaloneClient::BatchIsExist(std::span<const std::string_view> keys) {
   if (Status st = CheckOpen(); !st.ok()) return std::vector<Result<bool>>(keys.size(), st);
   if (keys.empty()) return {};
   if (DirectQueries()) {
@@ -274,10 +279,10 @@ std::vector<Result<bool>> StandaloneClient::BatchIsExist(const std::vector<std::
   return RelayedExists(keys);
 }
 
-std::vector<Result<bool>> StandaloneClient::RelayedExists(const std::vector<std::string>& keys) {
+std::vector<Result<bool>> StandaloneClient::RelayedExists(std::span<const std::string_view> keys) {
   if (auto chunks = KeyChunks(keys); chunks.size() > 1) {  // too big for one frame
     return ConcatChunks(chunks,
-                        [&](size_t b, size_t e) { return RelayedExists(PartOf(keys, b, e)); });
+                        [&](size_t b, size_t e) { return RelayedExists(keys.subspan(b, e - b)); });
   }
   rpc::CodesReply reply;
   Status call = link_->Data(rpc::LOCAL_EXISTS, KeysOf(keys), &reply, RpcDeadline());
@@ -294,7 +299,7 @@ std::vector<Result<bool>> StandaloneClient::RelayedExists(const std::vector<std:
   return out;
 }
 
-Result<size_t> StandaloneClient::ExistsPrefix(const std::vector<std::string>& keys) {
+Result<size_t> StandaloneClient::ExistsPrefix(std::span<const std::string_view> keys) {
   KVPOOL_RETURN_IF_ERROR(CheckOpen());
   if (DirectQueries()) {
     Result<size_t> direct = AskExistsPrefix(*master_, keys, RpcDeadline());
@@ -303,12 +308,12 @@ Result<size_t> StandaloneClient::ExistsPrefix(const std::vector<std::string>& ke
   return RelayedExistsPrefix(keys);
 }
 
-Result<size_t> StandaloneClient::RelayedExistsPrefix(const std::vector<std::string>& keys) {
+Result<size_t> StandaloneClient::RelayedExistsPrefix(std::span<const std::string_view> keys) {
   // Chunk by chunk (a batch too big for one frame) while every key so far exists.
   size_t count = 0;
   for (auto [begin, end] : KeyChunks(keys)) {
     rpc::ExistsPrefixReply reply;
-    KVPOOL_RETURN_IF_ERROR(link_->Data(rpc::LOCAL_EXISTS_PREFIX, KeysOf(PartOf(keys, begin, end)),
+    KVPOOL_RETURN_IF_ERROR(link_->Data(rpc::LOCAL_EXISTS_PREFIX, KeysOf(keys.subspan(begin, end - begin)),
                                        &reply, RpcDeadline()));
     count += reply.count();
     if (reply.count() < end - begin) break;
@@ -319,7 +324,7 @@ Result<size_t> StandaloneClient::RelayedExistsPrefix(const std::vector<std::stri
 Result<uint64_t> StandaloneClient::GetSize(const std::string& key) {
   KVPOOL_RETURN_IF_ERROR(CheckOpen());
   rpc::LocalGetReply reply;
-  KVPOOL_RETURN_IF_ERROR(link_->Data(rpc::LOCAL_GET_SIZE, KeysOf({key}), &reply, RpcDeadline()));
+  KVPOOL_RETURN_IF_ERROR(link_->Data(rpc::LOCAL_GET_SIZE, KeysOf(std::vector<std::string>{key}), &reply, RpcDeadline()));
   if (reply.codes_size() != 1 || reply.sizes_size() != 1 || reply.messages_size() != 1) {
     return Status(ErrorCode::INTERNAL_ERROR, "node reply size mismatch");
   }

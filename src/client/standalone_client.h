@@ -59,8 +59,10 @@ class StandaloneClient : public Client {
                                const ReplicateConfig& config) override;
   std::vector<Result<std::vector<uint8_t>>> BatchGet(const std::vector<std::string>& keys) override;
   Result<bool> IsExist(const std::string& key) override;
-  std::vector<Result<bool>> BatchIsExist(const std::vector<std::string>& keys) override;
-  Result<size_t> ExistsPrefix(const std::vector<std::string>& keys) override;
+  using Client::BatchIsExist;  // and ExistsPrefix: the std::string forms
+  using Client::ExistsPrefix;
+  std::vector<Result<bool>> BatchIsExist(std::span<const std::string_view> keys) override;
+  Result<size_t> ExistsPrefix(std::span<const std::string_view> keys) override;
   Result<uint64_t> GetSize(const std::string& key) override;
   Status Remove(const std::string& key, bool force) override;
   std::vector<Status> BatchRemove(const std::vector<std::string>& keys, bool force) override;
@@ -102,8 +104,8 @@ class StandaloneClient : public Client {
   // Whether exists and prefix queries go to master_ now (set, and the node attached).
   bool DirectQueries() const;
   // Queries relayed by the node (the path when master_ is null or could not be reached).
-  std::vector<Result<bool>> RelayedExists(const std::vector<std::string>& keys);
-  Result<size_t> RelayedExistsPrefix(const std::vector<std::string>& keys);
+  std::vector<Result<bool>> RelayedExists(std::span<const std::string_view> keys);
+  Result<size_t> RelayedExistsPrefix(std::span<const std::string_view> keys);
 
   const StandaloneOptions options_;
   const std::string socket_name_;

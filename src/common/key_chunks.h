@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -37,6 +39,9 @@ std::vector<std::pair<size_t, size_t>> KeyChunks(size_t n, KeyBytes&& key_bytes)
 }
 
 inline std::vector<std::pair<size_t, size_t>> KeyChunks(const std::vector<std::string>& keys) {
+  return KeyChunks(keys.size(), [&](size_t i) { return keys[i].size(); });
+}
+inline std::vector<std::pair<size_t, size_t>> KeyChunks(std::span<const std::string_view> keys) {
   return KeyChunks(keys.size(), [&](size_t i) { return keys[i].size(); });
 }
 

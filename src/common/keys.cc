@@ -14,12 +14,15 @@ Status ValidateKey(std::string_view key) {
   return Status::Ok();
 }
 
-std::string PackKeys(std::span<const std::string> keys) {
+namespace {
+
+template <typename Key>
+std::string PackAll(std::span<const Key> keys) {
   size_t bytes = 0;
-  for (const std::string& k : keys) bytes += k.size() + 5;
+  for (const Key& k : keys) bytes += k.size() + 5;
   std::string out;
   out.reserve(bytes);
-  for (const std::string& k : keys) {
+  for (const Key& k : keys) {
     for (uint64_t n = k.size();; n >>= 7) {
       if (n < 0x80) {
         out.push_back(static_cast<char>(n));
@@ -31,6 +34,11 @@ std::string PackKeys(std::span<const std::string> keys) {
   }
   return out;
 }
+
+}  // namespace
+
+std::string PackKeys(std::span<const std::string_view> keys) { return PackAll(keys); }
+std::string PackKeys(std::span<const std::string> keys) { return PackAll(keys); }
 
 Result<std::vector<std::string_view>> UnpackKeys(std::string_view packed) {
   std::vector<std::string_view> keys;

@@ -21,7 +21,8 @@ Status ValidateKey(std::string_view key);
 
 // Packed key lists: a batch's keys in one buffer (EXISTS requests), so the batch costs one
 // allocation on each end of the wire instead of one per key. Each key is its length as a
-// LEB128 varint, then its bytes.
+// LEB128 varint, then its bytes. Thread-safe (pure).
+std::string PackKeys(std::span<const std::string_view> keys);
 std::string PackKeys(std::span<const std::string> keys);
 // The keys of `packed`, as views into it (valid while `packed` is). INVALID_PARAMS when a
 // length is malformed or runs past the end. Thread-safe (pure).

@@ -55,14 +55,15 @@ void AppendCodes(rpc::CodesReply& into, const Result<rpc::CodesReply>& part, siz
 }
 
 // A batch's keys split into requests that fit in a frame (common/key_chunks.h).
-std::vector<std::pair<size_t, size_t>> ChunksOf(std::span<const std::string> keys) {
+template <typename Key>
+std::vector<std::pair<size_t, size_t>> ChunksOf(std::span<const Key> keys) {
   return KeyChunks(keys.size(), [&](size_t i) { return keys[i].size(); });
 }
 
 // The codes for `keys`, asked with one `once(part)` request, or one per chunk when the batch is
 // too big for one frame (a failed chunk fails its own keys).
-template <typename Once>
-Result<rpc::CodesReply> CodesByChunk(std::span<const std::string> keys, Once once) {
+template <typename Key, typename Once>
+Result<rpc::CodesReply> CodesByChunk(std::span<const Key> keys, Once once) {
   auto chunks = ChunksOf(keys);
   if (chunks.size() == 1) return once(keys);
   rpc::CodesReply all;
@@ -326,11 +327,12 @@ Result<Reply> MasterClient::CallReleasing(rpc::Method method, Req& request, Dead
   return r;
 }
 
-rpc::KeysRequest MasterClient::KeysOf(std::span<const std::string> keys) const {
+template <typename Key>
+rpc::KeysRequest MasterClient::KeysOf(std::span<const Key> keys) const {
   rpc::KeysRequest req;
   req.set_client_id(client_id_);
   req.mutable_keys()->Reserve(static_cast<int>(keys.size()));
-  for (const std::string& k : keys) req.add_keys(k);
+  for (const Key& k : keys) req.add_keys(k.data(), k.size());
   return req;
 }
 
@@ -521,8 +523,9 @@ Result<rpc::GetReplicaListReply> MasterClient::GetReplicaList(std::span<const st
   return all;
 }
 
-Result<rpc::CodesReply> MasterClient::Exists(std::span<const std::string> keys, Deadline deadline) {
-  return CodesByChunk(keys, [&](std::span<const std::string> part) {
+Result<rpc::CodesReply> MasterClient::Exists(std::span<const std::string_view> keys,
+                                             Deadline deadline) {
+  return CodesByChunk(keys, [&](std::span<const std::string_view> part) {
     rpc::KeysRequest req;
     req.set_client_id(client_id_);
     req.set_packed_keys(PackKeys(part));
@@ -530,7 +533,8 @@ Result<rpc::CodesReply> MasterClient::Exists(std::span<const std::string> keys, 
   });
 }
 
-Result<uint32_t> MasterClient::ExistsPrefix(std::span<const std::string> keys, Deadline deadline) {
+Result<uint32_t> MasterClient::ExistsPrefix(std::span<const std::string_view> keys,
+                                            Deadline deadline) {
   // Chunk by chunk while every key so far exists: the first chunk with a gap ends the prefix.
   uint32_t count = 0;
   for (auto [begin, end] : ChunksOf(keys)) {

@@ -115,10 +115,18 @@ class MasterClient {
   // One location per key; `no_lease` takes no read lease (size queries).
   Result<rpc::GetReplicaListReply> GetReplicaList(std::span<const std::string> keys, bool no_lease,
                                                   Deadline deadline);
-  // Per key: 1 exists, 0 not, negative error.
-  Result<rpc::CodesReply> Exists(std::span<const std::string> keys, Deadline deadline);
-  // Number of leading keys that exist.
-  Result<uint32_t> ExistsPrefix(std::span<const std::string> keys, Deadline deadline);
+  // Per key: 1 exists, 0 not, negative error. The keys are views the caller keeps alive for the
+  // call (the Python module's point into its str objects: a batch costs no copy per key).
+  Result<rpc::CodesReply> Exists(std::span<const std::string_view> keys, Deadline deadline);
+  // Number of leading keys that exist (keys as for Exists).
+  Result<uint32_t> ExistsPrefix(std::span<const std::string_view> keys, Deadline deadline);
+  // The same for std::string keys (tests, tools).
+  Result<rpc::CodesReply> Exists(std::span<const std::string> keys, Deadline deadline) {
+    return Exists(std::vector<std::string_view>(keys.begin(), keys.end()), deadline);
+  }
+  Result<uint32_t> ExistsPrefix(std::span<const std::string> keys, Deadline deadline) {
+    return ExistsPrefix(std::vector<std::string_view>(keys.begin(), keys.end()), deadline);
+  }
   Result<rpc::CodesReply> Remove(std::span<const std::string> keys, bool force, Deadline deadline);
   // Number of objects removed.
   Result<uint64_t> RemoveAll(bool force, Deadline deadline);
@@ -174,7 +182,8 @@ class MasterClient {
   template <typename Reply>
   Result<Reply> CallFor(rpc::Method method, const google::protobuf::MessageLite& request,
                         Deadline deadline);
-  rpc::KeysRequest KeysOf(std::span<const std::string> keys) const;
+  template <typename Key>  // std::string or std::string_view
+  rpc::KeysRequest KeysOf(std::span<const Key> keys) const;
   Result<rpc::PutStartReply> PutStartOnce(std::span<const PutItem> items,
                                           const rpc::ReplicateConfig& config, bool upsert,
                                           Deadline deadline, std::string_view client_host);

@@ -95,4 +95,42 @@ Result<uint64_t> SizeFromPy(py::handle obj, std::string_view what) {
                             std::string(py::str(py::type::of(obj).attr("__name__")))));
 }
 
+bool KeyViews::Load(py::handle src) {
+  PyObject* obj = src.ptr();
+  if (obj == nullptr || PyUnicode_Check(obj) || PyBytes_Check(obj) || PyByteArray_Check(obj) ||
+      !PySequence_Check(obj)) {
+    return false;
+  }
+  PyObject* tuple = PySequence_Tuple(obj);  // a tuple comes back as itself, a list is copied
+  if (tuple == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  items_ = py::reinterpret_steal<py::object>(tuple);
+  const Py_ssize_t n = PyTuple_GET_SIZE(tuple);
+  views_.clear();
+  views_.reserve(static_cast<size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* item = PyTuple_GET_ITEM(tuple, i);
+    if (PyUnicode_Check(item)) {
+      Py_ssize_t len = 0;
+      // ASCII str: its own bytes; others: UTF-8 the str object caches and owns.
+      const char* p = PyUnicode_AsUTF8AndSize(item, &len);
+      if (p == nullptr) {  // lone surrogates: not UTF-8, refused as pybind11 refuses them
+        PyErr_Clear();
+        return false;
+      }
+      views_.emplace_back(p, static_cast<size_t>(len));
+    } else if (PyBytes_Check(item)) {
+      views_.emplace_back(PyBytes_AS_STRING(item), static_cast<size_t>(PyBytes_GET_SIZE(item)));
+    } else if (PyByteArray_Check(item)) {
+      views_.emplace_back(copies_.emplace_back(PyByteArray_AS_STRING(item),
+                                               static_cast<size_t>(PyByteArray_GET_SIZE(item))));
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace kvpool::python

@@ -6,7 +6,9 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <deque>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -50,8 +52,37 @@ class ByteView {
 // object gathered from, or scattered into, several regions).
 std::vector<std::vector<ByteView>> ByteViewLists(const pybind11::list& values, bool writable);
 
+// A batch's keys as views into the caller's Python objects, for calls that only read the keys
+// (the exists queries HiCache makes before every prefetch): no std::string per key. Takes what
+// pybind11 takes for a List[str] argument: any sequence other than str/bytes itself, of str
+// (as UTF-8), bytes or bytearray items. It holds a tuple of the items, so the views stay valid
+// while the GIL is released even if the caller's list changes meanwhile; bytearray items (which
+// may be resized) are copied.
+// REQUIRES: loaded and destroyed with the GIL held; views() may be read without it.
+class KeyViews {
+ public:
+  // false (no Python error set) when `src` is not such a sequence: pybind11 then tries the
+  // next overload or raises TypeError, as for List[str].
+  bool Load(pybind11::handle src);
+  std::span<const std::string_view> views() const { return views_; }
+  size_t size() const { return views_.size(); }
+
+ private:
+  pybind11::object items_;           // the tuple the views point into
+  std::deque<std::string> copies_;   // bytearray items; a deque keeps their addresses
+  std::vector<std::string_view> views_;
+};
+
 // A byte size given as a non-negative int or a string ParseSize accepts ("4gb", "512 MB").
 // Errors: INVALID_PARAMS naming `what` (negative, bool, float, unparsable text, other types).
 Result<uint64_t> SizeFromPy(pybind11::handle obj, std::string_view what);
 
 }  // namespace kvpool::python
+
+namespace pybind11::detail {
+template <>
+struct type_caster<kvpool::python::KeyViews> {
+  PYBIND11_TYPE_CASTER(kvpool::python::KeyViews, const_name("List[str]"));
+  bool load(handle src, bool /*convert*/) { return value.Load(src); }
+};
+}  // namespace pybind11::detail

@@ -479,17 +479,23 @@ std::vector<int> Store::BatchUpsertFrom(const Keys& keys, const Addresses& ptrs,
 }
 
 int Store::IsExist(const std::string& key) {
-  auto r = BatchIsExist({key});
-  return r[0];
+  auto c = client();
+  if (!c.ok()) return ToPyCode(c.status());
+  Result<bool> r = Status();
+  {
+    py::gil_scoped_release nogil;
+    r = (*c)->IsExist(key);
+  }
+  return r.ok() ? (r.value() ? 1 : 0) : ToPyCode(r.status());
 }
 
-std::vector<int> Store::BatchIsExist(const Keys& keys) {
+std::vector<int> Store::BatchIsExist(const KeyViews& keys) {
   auto c = client();
   if (!c.ok()) return Repeat(keys.size(), ToPyCode(c.status()));
   std::vector<Result<bool>> r;
   {
     py::gil_scoped_release nogil;
-    r = (*c)->BatchIsExist(keys);
+    r = (*c)->BatchIsExist(keys.views());
   }
   std::vector<int> out;
   out.reserve(r.size());
@@ -497,13 +503,13 @@ std::vector<int> Store::BatchIsExist(const Keys& keys) {
   return out;
 }
 
-int64_t Store::BatchExistsPrefix(const Keys& keys) {
+int64_t Store::BatchExistsPrefix(const KeyViews& keys) {
   auto c = client();
   if (!c.ok()) return ToPyCode(c.status());
   Result<size_t> r = Status();
   {
     py::gil_scoped_release nogil;
-    r = (*c)->ExistsPrefix(keys);
+    r = (*c)->ExistsPrefix(keys.views());
   }
   return r.ok() ? static_cast<int64_t>(r.value()) : ToPyCode(r.status());
 }

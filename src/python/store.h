@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "kvpool/client.h"
+#include "python/conversions.h"
 #include "python/replicate_config.h"
 #include "python/standalone.h"
 
@@ -97,8 +98,8 @@ class Store {
 
   // --- queries and removal (store.cc) ---
   int IsExist(const std::string& key);
-  std::vector<int> BatchIsExist(const Keys& keys);
-  int64_t BatchExistsPrefix(const Keys& keys);
+  std::vector<int> BatchIsExist(const KeyViews& keys);
+  int64_t BatchExistsPrefix(const KeyViews& keys);
   int64_t GetSize(const std::string& key);
   int Remove(const std::string& key, bool force);
   std::vector<int> BatchRemove(const Keys& keys, bool force);
