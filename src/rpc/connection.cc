@@ -10,15 +10,16 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
-#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
+#include "common/spin_wait.h"
 #include "rpc/auth.h"
 
 namespace kvpool::rpc {
@@ -226,17 +227,14 @@ bool Connection::StillOpen() const {
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
-void Connection::SpinForReply() {
-  if (reply_spin_.count() <= 0 || (ssl_ != nullptr && SSL_pending(ssl_) > 0)) return;
-  const Deadline until = Clock::now() + reply_spin_;
-  char c;
-  for (;;) {
+Status Connection::WaitToRead(Deadline deadline) {
+  const auto budget = std::exchange(spin_budget_, std::chrono::microseconds{0});
+  const bool readable = budget.count() > 0 && SpinUntil(budget, [&] {
+    char c;
     ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return;
-    if (Clock::now() >= until) return;
-    // The server may be on this CPU: let it (or anything else runnable) go first.
-    sched_yield();
-  }
+    return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+  });
+  return readable ? Status::Ok() : WaitFd(fd_, POLLIN, deadline, endpoint_);
 }
 
 Status Connection::Fail(Status st) {
@@ -278,7 +276,8 @@ Status Connection::MoveAll(std::span<iovec> iov, Deadline deadline, bool send) {
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        KVPOOL_RETURN_IF_ERROR(WaitFd(fd_, send ? POLLOUT : POLLIN, deadline, endpoint_));
+        KVPOOL_RETURN_IF_ERROR(send ? WaitFd(fd_, POLLOUT, deadline, endpoint_)
+                                    : WaitToRead(deadline));
         continue;
       }
       return Status(ErrorCode::RPC_FAIL, fmt::format("{} {}: {}", send ? "send to" : "receive from",
@@ -336,8 +335,11 @@ Status Connection::MoveAllTls(std::span<iovec> iov, Deadline deadline, bool send
       }
       int err = SSL_get_error(ssl_, n);
       if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
-        KVPOOL_RETURN_IF_ERROR(
-            WaitFd(fd_, err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, endpoint_));
+        // WANT_READ: the record needs bytes not yet on the socket, so the raw fd is the one
+        // to poll.
+        KVPOOL_RETURN_IF_ERROR(err == SSL_ERROR_WANT_READ ? WaitToRead(deadline)
+                                                          : WaitFd(fd_, POLLOUT, deadline,
+                                                                   endpoint_));
         continue;
       }
       if (err == SSL_ERROR_ZERO_RETURN || (err == SSL_ERROR_SYSCALL && n == 0)) {
@@ -380,10 +382,11 @@ Status Connection::Call(Method method, const google::protobuf::MessageLite& requ
                                                           : MoveAll(out, deadline, /*send=*/true);
   if (!st.ok()) return Fail(st);
 
-  SpinForReply();
   uint8_t rheader[kFrameHeaderBytes];
   iovec hv{rheader, kFrameHeaderBytes};
+  spin_budget_ = reply_spin_;  // the reply is likely microseconds away: poll before sleeping
   st = MoveAll({&hv, 1}, deadline, /*send=*/false);
+  spin_budget_ = std::chrono::microseconds{0};
   if (!st.ok()) return Fail(st);
   auto rh = DecodeFrameHeader(rheader, limits_);
   if (!rh.ok()) return Fail(rh.status());

@@ -39,7 +39,8 @@ struct ConnectOptions {
   bool tenant_key = false;
   // TLS context; null: plain TCP.
   std::shared_ptr<TlsClientContext> tls;
-  // How long a call polls for the first byte of its reply before it sleeps in poll(). A thread
+  // How long a call polls for its reply (once it has found none there) before it sleeps in
+  // poll(): common/spin_wait.h says why. A thread
   // that sleeps gives its CPU back, and on a VM waking a halted CPU costs tens of
   // microseconds, which is most of a small call's round trip (exists: docs/benchmarks.md).
   // The poll yields the CPU to any other runnable thread between looks. 0: sleep at once.
@@ -108,7 +109,9 @@ class Connection {
   Status SendInPieces(std::span<iovec> out, size_t head, const PayloadPieces& pieces,
                       Deadline deadline);
   Status Fail(Status st);  // closes the socket, returns st
-  void SpinForReply();     // see ConnectOptions::reply_spin
+  // The wait of a read that found nothing: polls for up to what is left of `spin_budget_`
+  // (then spent), then sleeps in poll() until `deadline`.
+  Status WaitToRead(Deadline deadline);
 
   int fd_;
   SSL* ssl_ = nullptr;  // owned; set when the connection is TLS
@@ -116,6 +119,7 @@ class Connection {
   FrameLimits limits_;
   uint64_t next_request_id_ = 1;
   std::chrono::microseconds reply_spin_;
+  std::chrono::microseconds spin_budget_{0};  // reply_spin_ while a call awaits its reply
   std::string meta_buf_;  // reused between calls
 };
 

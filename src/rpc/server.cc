@@ -3,13 +3,13 @@
 #include <fmt/format.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
-#include <sched.h>
 #include <spdlog/spdlog.h>
 
 #include <array>
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/ssl.hpp>
 
+#include "common/spin_wait.h"
 #include "common/tenant_key.h"
 #include "rpc/auth.h"
 #include "rpc/kvpool.pb.h"
@@ -297,11 +297,9 @@ void RunPolling(asio::io_context& io, std::chrono::microseconds spin) {
   }
   while (!io.stopped()) {
     if (io.run_one() == 0) return;  // slept until a handler ran (or the context stopped)
-    const Deadline until = Clock::now() + spin;
-    while (!io.stopped()) {
-      if (io.poll() > 0) continue;
-      if (Clock::now() >= until) break;
-      sched_yield();
+    // The next request may be microseconds away: poll for it (common/spin_wait.h), anew
+    // after each handler that ran, before sleeping in run_one again.
+    while (SpinUntil(spin, [&] { return io.stopped() || io.poll() > 0; }) && !io.stopped()) {
     }
   }
 }
