@@ -76,7 +76,8 @@ struct ClientOptions {
   // Microseconds a call to the master or a node polls for its reply before the thread sleeps
   // (yielding the CPU to any other runnable thread between looks). On a VM, waking a CPU that
   // went idle costs tens of microseconds, most of a small call's round trip: this halves the
-  // latency of exists and other metadata calls there. 0: sleep at once (no polling).
+  // latency of exists and other metadata calls there. 0: sleep at once (no polling); at most
+  // 10000 through the option table (setup dict, config file).
   uint16_t reply_spin_us = 100;
   // Fault the contributed segment's memory in at Setup (about 0.3 s per GiB) instead of on the
   // first put into each page, whose page faults otherwise cost as much as the copy itself.

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "common/env.h"
+#include "common/spin_wait.h"
 #include "common/units.h"
 
 namespace kvpool {
@@ -41,9 +42,10 @@ std::optional<bool> ParseBool(std::string_view text) {
 template <typename T>
 ClientOptionDescriptor Option(std::string_view name, OptionKind kind, T ClientOptions::*field,
                               std::string_view doc, std::vector<std::string_view> aliases = {},
-                              std::vector<std::string_view> env = {}) {
+                              std::vector<std::string_view> env = {},
+                              uint64_t max_count = std::numeric_limits<uint64_t>::max()) {
   ClientOptionDescriptor d{name, std::move(aliases), kind, std::move(env), doc, nullptr, nullptr};
-  d.set = [name, kind, field](std::string_view value, ClientOptions& o) -> Status {
+  d.set = [name, kind, field, max_count](std::string_view value, ClientOptions& o) -> Status {
     if constexpr (std::is_same_v<T, std::string>) {
       o.*field = std::string(value);
       return Status::Ok();
@@ -70,11 +72,9 @@ ClientOptionDescriptor Option(std::string_view name, OptionKind kind, T ClientOp
         o.*field = static_cast<T>(*bytes);
         return Status::Ok();
       }
-      auto n = ParseUnsigned(value, std::numeric_limits<T>::max());
-      if (!n) {
-        return Invalid(name, value,
-                       fmt::format("an integer from 0 to {}", std::numeric_limits<T>::max()));
-      }
+      const uint64_t max = std::min<uint64_t>(std::numeric_limits<T>::max(), max_count);
+      auto n = ParseUnsigned(value, max);
+      if (!n) return Invalid(name, value, fmt::format("an integer from 0 to {}", max));
       o.*field = static_cast<T>(*n);
       return Status::Ok();
     }
@@ -126,7 +126,8 @@ std::vector<ClientOptionDescriptor> BuildTable() {
   t.push_back(Option("heartbeat_interval_ms", K::kDurationMs, &O::heartbeat_interval,
                      "liveness ping period", {"heartbeat_interval"}));
   t.push_back(Option("reply_spin_us", K::kCount, &O::reply_spin_us,
-                     "microseconds a call polls for its reply before sleeping (0: never)"));
+                     "microseconds a call polls for its reply before sleeping (0: never)", {}, {},
+                     kMaxSpinMicros));
   t.push_back(Option("prefault_segment", K::kBool, &O::prefault_segment,
                      "fault the contributed segment in at Setup"));
   t.push_back(Option("prefault_segment_in_background", K::kBool, &O::prefault_segment_in_background,

@@ -87,13 +87,24 @@ TEST(ClientConfig, BadValuesNameTheKey) {
                                                         {"rpc_timeout_ms", "0"},
                                                         {"rpc_timeout_ms", "-5"},
                                                         {"verify_checksum", "maybe"},
-                                                        {"disk_queue_depth", "many"}}) {
+                                                        {"disk_queue_depth", "many"},
+                                                        {"reply_spin_us", "10001"}}) {
     Status st = ApplyClientOption(key, value, o);
     EXPECT_EQ(st.code(), ErrorCode::INVALID_PARAMS) << key;
     EXPECT_NE(st.message().find(key), std::string::npos) << st.message();
     EXPECT_NE(st.message().find(value), std::string::npos) << st.message();
   }
   EXPECT_EQ(o.rpc_timeout.count(), 5000);  // untouched
+}
+
+TEST(ClientConfig, ReplySpinIsCappedAsTheMastersPollIs) {
+  ClientOptions o;
+  ASSERT_TRUE(ApplyClientOption("reply_spin_us", "10000", o).ok());
+  EXPECT_EQ(o.reply_spin_us, 10000);
+  Status st = ApplyClientOption("reply_spin_us", "65535", o);
+  EXPECT_EQ(st.code(), ErrorCode::INVALID_PARAMS);
+  EXPECT_NE(st.message().find("from 0 to 10000"), std::string::npos) << st.message();
+  EXPECT_EQ(o.reply_spin_us, 10000);
 }
 
 TEST(ClientConfig, UnknownKeySuggestsClosest) {

@@ -13,6 +13,10 @@
 
 namespace kvpool {
 
+// The longest poll any option may ask for (client reply_spin_us, master --rpc_idle_spin_us):
+// beyond 10 ms a poll stops paying for itself against a sleep's wake-up.
+inline constexpr int kMaxSpinMicros = 10000;
+
 // Calls `ready()` until it returns true or `budget` has passed, yielding between calls; returns
 // the last result. A budget <= 0 looks once. Thread-safe as `ready` is; never sleeps.
 template <typename Ready>

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/spin_wait.h"
 #include "common/tenant_key.h"
 #include "common/units.h"
 #include "ha/etcd_address.h"
@@ -168,8 +169,9 @@ Status ValidateMasterOptions(const MasterOptions& o) {
   if (o.rpc_port < 0 || o.rpc_port > 65535) {
     return Bad("rpc_port", std::to_string(o.rpc_port), "0..65535");
   }
-  if (o.rpc_idle_spin_us < 0 || o.rpc_idle_spin_us > 10000) {
-    return Bad("rpc_idle_spin_us", std::to_string(o.rpc_idle_spin_us), "0..10000");
+  if (o.rpc_idle_spin_us < 0 || o.rpc_idle_spin_us > kMaxSpinMicros) {
+    return Bad("rpc_idle_spin_us", std::to_string(o.rpc_idle_spin_us),
+               fmt::format("0..{}", kMaxSpinMicros));
   }
   if (o.rpc_threads < 1 || o.rpc_threads > 256) {
     return Bad("rpc_thread_num", std::to_string(o.rpc_threads), "1..256");
