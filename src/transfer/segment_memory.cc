@@ -50,7 +50,10 @@ Result<std::unique_ptr<SegmentMemory>> SegmentMemory::Map(uint64_t size,
   std::unique_ptr<SegmentMemory> memory(
       new SegmentMemory(static_cast<uint8_t*>(p), mapped, size, incarnation));
   if (options.prefault_in_background && !options.prefault) {
-    memory->prefaulter_ = std::thread([m = memory.get()] { m->PrefaultInBackground(); });
+    const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+    for (unsigned i = 0; i < threads; ++i) {
+      memory->prefaulters_.emplace_back([m = memory.get()] { m->PrefaultInBackground(); });
+    }
   }
   return memory;
 }
@@ -59,17 +62,25 @@ void SegmentMemory::PrefaultInBackground() {
   // Below the serving threads: this is work ahead of need, and must not take a core from them.
   ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19);
   // Small chunks: each holds the process's mmap lock for reading, and a writer of it (the node
-  // mapping an attached engine's memory) waits for the chunk in hand, with every fault queued
-  // behind it. At the 0.3 GB/s a VM may back fresh memory with, 2 MiB is ~7 ms; it also bounds
-  // how long a stop (the segment going away) waits.
-  constexpr uint64_t kChunk = 2ull << 20;
-  for (uint64_t off = 0; off < mapped_ && !stop_.load(std::memory_order_relaxed); off += kChunk) {
+  // mapping an attached engine's memory, malloc growing or trimming an arena) waits for the
+  // chunk in hand, with the serving threads' next lock takers queued behind it. At the 0.3-1
+  // GB/s a VM backs fresh memory with, 256 KiB is under a millisecond (2 MiB chunks slowed the
+  // first batches into a fresh node: docs/benchmarks.md, round 15); it also bounds how long a
+  // stop (the segment going away) waits.
+  constexpr uint64_t kChunk = 256ull << 10;
+  while (!stop_.load(std::memory_order_relaxed)) {
+    const uint64_t off = next_chunk_.fetch_add(kChunk, std::memory_order_relaxed);
+    if (off >= mapped_) return;
     const uint64_t n = std::min(kChunk, mapped_ - off);
     if (::madvise(base_ + off, n, MADV_POPULATE_WRITE) != 0) {
       // EINVAL before Linux 5.14, ENOMEM when the system is out of memory: pages then fault
       // in on first write as without a prefault.
-      spdlog::info("segment prefault stopped at {} of {}: {}", FormatSize(off), FormatSize(mapped_),
-                   strerror(errno));
+      const int err = errno;
+      // The first to fail says so; the others stop at their next chunk.
+      if (next_chunk_.exchange(mapped_, std::memory_order_relaxed) < mapped_) {
+        spdlog::info("segment prefault stopped at {} of {}: {}", FormatSize(off),
+                     FormatSize(mapped_), strerror(err));
+      }
       return;
     }
     prefaulted_.fetch_add(n, std::memory_order_relaxed);
@@ -78,7 +89,7 @@ void SegmentMemory::PrefaultInBackground() {
 
 SegmentMemory::~SegmentMemory() {
   stop_.store(true, std::memory_order_relaxed);
-  if (prefaulter_.joinable()) prefaulter_.join();
+  for (std::thread& t : prefaulters_) t.join();
   ::munmap(base_, mapped_);
 }
 

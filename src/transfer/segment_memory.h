@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "kvpool/status.h"
 
@@ -20,9 +21,12 @@ struct SegmentMemoryOptions {
   // GB/s for 4 KiB pages (a fresh huge page is zeroed whole, and a VM whose free memory went back
   // to its host backs it anew), and copies into touched memory were no faster.
   bool transparent_huge_pages = false;
-  // Fault the pages in on a thread of the segment's own after Map returns (madvise
+  // Fault the pages in on threads of the segment's own after Map returns (madvise
   // MADV_POPULATE_WRITE, which keeps what writers put meanwhile), so the first pass of writes
-  // runs at steady-state speed without delaying start-up. Ignored with `prefault`.
+  // runs at steady-state speed without delaying start-up. One thread per CPU, up to 4, at the
+  // lowest priority: on a VM, backing fresh memory is the host's work and runs at under 1 GB/s
+  // per vCPU, so one thread alone is overtaken by the first writes (docs/benchmarks.md, round
+  // 15). Ignored with `prefault`.
   bool prefault_in_background = false;
 };
 
@@ -49,7 +53,8 @@ class SegmentMemory {
  private:
   SegmentMemory(uint8_t* base, uint64_t mapped, uint64_t size, uint64_t incarnation)
       : base_(base), mapped_(mapped), size_(size), incarnation_(incarnation) {}
-  // Runs on prefaulter_: MADV_POPULATE_WRITE over the mapping in chunks until done or stop_.
+  // Runs on each prefaulter: MADV_POPULATE_WRITE over the next chunk not yet taken (in address
+  // order, the order the allocator hands space out) until none is left or stop_.
   void PrefaultInBackground();
 
   uint8_t* base_;
@@ -58,7 +63,8 @@ class SegmentMemory {
   uint64_t incarnation_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> prefaulted_{0};
-  std::thread prefaulter_;  // joined by the destructor before the unmap
+  std::atomic<uint64_t> next_chunk_{0};   // offset of the next chunk a prefaulter takes
+  std::vector<std::thread> prefaulters_;  // joined by the destructor before the unmap
 };
 
 }  // namespace kvpool::transfer
