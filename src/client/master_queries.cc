@@ -68,8 +68,8 @@ std::vector<Result<bool>> AskExists(master::MasterClient& master,
   return out;
 }
 
-Result<size_t> AskExistsPrefix(master::MasterClient& master,
-                               std::span<const std::string_view> keys, Deadline deadline) {
+Result<size_t> AskExistsPrefix(master::MasterClient& master, std::span<const std::string_view> keys,
+                               Deadline deadline) {
   for (std::string_view k : keys) KVPOOL_RETURN_IF_ERROR(ValidateKey(k));
   if (keys.empty()) return size_t{0};
   auto r = master.ExistsPrefix(keys, deadline);

@@ -37,7 +37,7 @@ std::vector<Result<bool>> AskExists(master::MasterClient& master,
                                     std::span<const std::string_view> keys, Deadline deadline);
 
 // How many leading keys exist. Errors: INVALID_PARAMS for an invalid key, or the request's.
-Result<size_t> AskExistsPrefix(master::MasterClient& master,
-                               std::span<const std::string_view> keys, Deadline deadline);
+Result<size_t> AskExistsPrefix(master::MasterClient& master, std::span<const std::string_view> keys,
+                               Deadline deadline);
 
 }  // namespace kvpool::client

@@ -224,7 +224,6 @@ rpc::KeysRequest KeysOf(const Keys& keys, bool force = false) {
   return req;
 }
 
-
 // Per key statuses of a CodesReply (codes <= 0; 1 also counts as OK).
 std::vector<Status> StatusesOf(const Status& call, const rpc::CodesReply& reply, size_t n) {
   if (call.ok() && reply.codes_size() != static_cast<int>(n)) {
@@ -313,8 +312,8 @@ Result<size_t> StandaloneClient::RelayedExistsPrefix(std::span<const std::string
   size_t count = 0;
   for (auto [begin, end] : KeyChunks(keys)) {
     rpc::ExistsPrefixReply reply;
-    KVPOOL_RETURN_IF_ERROR(link_->Data(rpc::LOCAL_EXISTS_PREFIX, KeysOf(keys.subspan(begin, end - begin)),
-                                       &reply, RpcDeadline()));
+    KVPOOL_RETURN_IF_ERROR(link_->Data(
+        rpc::LOCAL_EXISTS_PREFIX, KeysOf(keys.subspan(begin, end - begin)), &reply, RpcDeadline()));
     count += reply.count();
     if (reply.count() < end - begin) break;
   }
@@ -324,7 +323,8 @@ Result<size_t> StandaloneClient::RelayedExistsPrefix(std::span<const std::string
 Result<uint64_t> StandaloneClient::GetSize(const std::string& key) {
   KVPOOL_RETURN_IF_ERROR(CheckOpen());
   rpc::LocalGetReply reply;
-  KVPOOL_RETURN_IF_ERROR(link_->Data(rpc::LOCAL_GET_SIZE, KeysOf(std::vector<std::string>{key}), &reply, RpcDeadline()));
+  KVPOOL_RETURN_IF_ERROR(link_->Data(rpc::LOCAL_GET_SIZE, KeysOf(std::vector<std::string>{key}),
+                                     &reply, RpcDeadline()));
   if (reply.codes_size() != 1 || reply.sizes_size() != 1 || reply.messages_size() != 1) {
     return Status(ErrorCode::INTERNAL_ERROR, "node reply size mismatch");
   }

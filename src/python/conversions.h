@@ -68,8 +68,8 @@ class KeyViews {
   size_t size() const { return views_.size(); }
 
  private:
-  pybind11::object items_;           // the tuple the views point into
-  std::deque<std::string> copies_;   // bytearray items; a deque keeps their addresses
+  pybind11::object items_;          // the tuple the views point into
+  std::deque<std::string> copies_;  // bytearray items; a deque keeps their addresses
   std::vector<std::string_view> views_;
 };
 

@@ -229,11 +229,12 @@ bool Connection::StillOpen() const {
 
 Status Connection::WaitToRead(Deadline deadline) {
   const auto budget = std::exchange(spin_budget_, std::chrono::microseconds{0});
-  const bool readable = budget.count() > 0 && SpinUntil(budget, [&] {
-    char c;
-    ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-  });
+  const bool readable =
+      budget.count() > 0 && SpinUntil(budget, [&] {
+        char c;
+        ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+      });
   return readable ? Status::Ok() : WaitFd(fd_, POLLIN, deadline, endpoint_);
 }
 
@@ -337,9 +338,9 @@ Status Connection::MoveAllTls(std::span<iovec> iov, Deadline deadline, bool send
       if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
         // WANT_READ: the record needs bytes not yet on the socket, so the raw fd is the one
         // to poll.
-        KVPOOL_RETURN_IF_ERROR(err == SSL_ERROR_WANT_READ ? WaitToRead(deadline)
-                                                          : WaitFd(fd_, POLLOUT, deadline,
-                                                                   endpoint_));
+        KVPOOL_RETURN_IF_ERROR(err == SSL_ERROR_WANT_READ
+                                   ? WaitToRead(deadline)
+                                   : WaitFd(fd_, POLLOUT, deadline, endpoint_));
         continue;
       }
       if (err == SSL_ERROR_ZERO_RETURN || (err == SSL_ERROR_SYSCALL && n == 0)) {

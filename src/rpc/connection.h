@@ -120,7 +120,7 @@ class Connection {
   uint64_t next_request_id_ = 1;
   std::chrono::microseconds reply_spin_;
   std::chrono::microseconds spin_budget_{0};  // reply_spin_ while a call awaits its reply
-  std::string meta_buf_;  // reused between calls
+  std::string meta_buf_;                      // reused between calls
 };
 
 }  // namespace kvpool::rpc
