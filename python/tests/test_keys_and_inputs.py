@@ -115,13 +115,8 @@ def test_exists_key_forms_embedded(store, uid):
     check_exists_key_forms(store, uid)
 
 
-def test_exists_key_forms_standalone(pool, uid):
-    s = KVPoolStore()
-    assert s.setup_dummy(64 << 20, 16 << 20, pool.node_address(0)) == OK, kvpool.last_error()
-    try:
-        check_exists_key_forms(s, uid)
-    finally:
-        s.close()
+def test_exists_key_forms_standalone(dummy_store, uid):
+    check_exists_key_forms(dummy_store, uid)
 
 
 def test_last_error_never_raises_on_invalid_utf8(store, uid):
