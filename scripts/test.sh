@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: installs build dependencies (Debian packages), then
 #   1. an optimized build (gcc, build/): the whole CTest suite, then the Python tests (pytest with
-#      /usr/bin/python3), with torch and again as on a machine without it;
+#      /usr/bin/python3), with torch and again as on a machine without it, then the fleet smoke
+#      (scripts/fleet.py smoke: hosts in network namespaces, a partition and heal);
 #   2. a sanitizer build (clang, build-sanitize/: AddressSanitizer + UndefinedBehaviorSanitizer,
 #      with libFuzzer's coverage): the whole CTest suite again, then each fuzz target for
 #      FUZZ_SECONDS (default 15) from its seed corpus (tests/fuzz/run.sh);
@@ -45,6 +46,22 @@ run_pytest() {  # NAME [ENV=VALUE...]
 run_pytest "torch tensors"
 # Again as on a machine without torch: the SGLang backend must work with numpy arrays alone.
 run_pytest "numpy only" KVPOOL_TEST_HIDE_TORCH=1
+
+# The fleet smoke (docs/fleet.md): 3 hosts in network namespaces, 1 master, 2 nodes, one node
+# partitioned and healed under reads, about 30 s. Skipped (one line) only where network
+# namespaces are not permitted (exit 77 of `fleet.py check`); any failure, a wrong byte above
+# all, fails the run.
+echo "=== kvpool tests: fleet smoke (network namespaces, optimized build) ==="
+fleet_rc=0
+fleet_why=$(/usr/bin/python3 scripts/fleet.py check 2>&1) || fleet_rc=$?
+if [ "$fleet_rc" -eq 77 ]; then
+  echo "fleet smoke skipped: ${fleet_why#fleet: }"
+elif [ "$fleet_rc" -ne 0 ]; then
+  echo "$fleet_why" >&2
+  exit "$fleet_rc"
+else
+  /usr/bin/python3 scripts/fleet.py smoke --build "$PWD/build"
+fi
 
 # Sanitizer run: leaks and undefined behaviour fail the run. The Python module is not built
 # here; the optimized gcc tree's ASan copy of it (build/python-asan, preloading gcc's libasan)
