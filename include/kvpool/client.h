@@ -45,6 +45,10 @@ struct ClientOptions {
   std::string master_server_address = "127.0.0.1:50051";
   // Host name or IP under which peers reach this process's segment (embedded mode). With
   // global_segment_size > 0 it must resolve: Setup fails with INVALID_PARAMS naming the host.
+  // Empty, or a loopback name or address ("localhost", Mooncake's default) while the master is
+  // on another host: Setup announces this host's address on the route to the master instead
+  // (a loopback address is unreachable from every other host), and logs it. The segment's data
+  // port listens on that address when it is an IP, else on every address.
   std::string local_hostname = "127.0.0.1";
   // Bytes of this process's DRAM contributed to the pool; 0 contributes nothing.
   uint64_t global_segment_size = 0;
@@ -71,6 +75,11 @@ struct ClientOptions {
   std::chrono::milliseconds rpc_timeout{5000};
   // Deadline of the data phase of one call (all of a batch's transfers together).
   std::chrono::milliseconds transfer_timeout{30000};
+  // A segment host whose data connection makes no progress this long (a partition, a hung
+  // host) is given up on for a read that has another replica to try, and its replicas are read
+  // last for 5x this long (docs/failure-model.md, "A silent node"). Writes, which have nowhere
+  // else to go, give up after 3x this long without progress. 100 ms .. 1 h.
+  std::chrono::milliseconds silent_peer_timeout{1000};
   // Liveness ping period; the master drops a client silent for its --client_ttl.
   std::chrono::milliseconds heartbeat_interval{1000};
   // Microseconds a call to the master or a node polls for its reply before the thread sleeps
@@ -109,6 +118,10 @@ struct ClientOptions {
   std::string tls_key_file;
   // Embedded segment: require a client certificate signed by tls_ca_file from peers.
   bool tls_verify_client = false;
+  // Embedded segment without a secret: false (the default) serves it in protected mode, to
+  // processes of this host only (peers on other hosts get ILLEGAL_CLIENT naming the fix); true
+  // serves unauthenticated peers from anywhere, like `kvpool node --insecure`.
+  bool insecure = false;
 
   // Tenants (docs/security.md, "Tenants"). The tenant whose key namespace this client uses:
   // "" or "default" is the default tenant; another tenant's objects can be neither read,

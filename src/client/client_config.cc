@@ -123,6 +123,9 @@ std::vector<ClientOptionDescriptor> BuildTable() {
                      "deadline of one control call to the master", {"rpc_timeout"}));
   t.push_back(Option("transfer_timeout_ms", K::kDurationMs, &O::transfer_timeout,
                      "deadline of the data phase of one call", {"transfer_timeout"}));
+  t.push_back(Option("silent_peer_timeout_ms", K::kDurationMs, &O::silent_peer_timeout,
+                     "a node making no progress this long is given up on when another replica "
+                     "can serve the read"));
   t.push_back(Option("heartbeat_interval_ms", K::kDurationMs, &O::heartbeat_interval,
                      "liveness ping period", {"heartbeat_interval"}));
   t.push_back(Option("reply_spin_us", K::kCount, &O::reply_spin_us,
@@ -132,6 +135,9 @@ std::vector<ClientOptionDescriptor> BuildTable() {
                      "fault the contributed segment in at Setup"));
   t.push_back(Option("prefault_segment_in_background", K::kBool, &O::prefault_segment_in_background,
                      "fault the contributed segment in on a thread after Setup"));
+  t.push_back(Option("insecure", K::kBool, &O::insecure,
+                     "without a secret, serve the contributed segment to other hosts too "
+                     "(default: protected mode, this host only)"));
   t.push_back(Option("verify_checksum", K::kBool, &O::verify_checksum,
                      "gets verify each object's XXH3-64", {}, {"KVPOOL_VERIFY_CHECKSUM"}));
   t.push_back(Option("auth_secret", K::kString, &O::auth_secret,

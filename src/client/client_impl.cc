@@ -83,7 +83,8 @@ ClientImpl::ClientImpl(const ClientOptions& options, HostingOptions hosting)
       hosting_(std::move(hosting)),
       client_id_(RandomId()),
       data_pool_("client " + client_id_),
-      transfer_workers_(TransferWorkers(hosting_.transfer_threads)) {}
+      transfer_workers_(TransferWorkers(hosting_.transfer_threads)),
+      peer_health_(5 * options.silent_peer_timeout) {}
 
 ClientImpl::~ClientImpl() { (void)Close(); }
 
@@ -96,6 +97,12 @@ Status ClientImpl::Init() {
     return Status(ErrorCode::INVALID_PARAMS,
                   fmt::format("protocol '{}' is unknown; use 'tcp'", options_.protocol));
   }
+  if (options_.silent_peer_timeout < Millis(100) ||
+      options_.silent_peer_timeout > Millis(3600000)) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("silent_peer_timeout_ms={} is out of range [100, 3600000]",
+                              options_.silent_peer_timeout.count()));
+  }
   auto master =
       ha::ParseMasterAddress(options_.master_server_address, 50051, "master_server_address");
   if (!master.ok()) return master.status();
@@ -107,6 +114,7 @@ Status ClientImpl::Init() {
                               options_.disk_path, options_.disk_size));
   }
   if (options_.global_segment_size > 0) {
+    KVPOOL_RETURN_IF_ERROR(ChooseAnnouncedHost(*master));
     // Peers reach the segment by this name: one that does not resolve would mount a segment
     // nobody can read (the data server itself listens on bind_host either way).
     KVPOOL_RETURN_IF_ERROR(rpc::CheckResolvable(options_.local_hostname, "local_hostname"));
@@ -124,7 +132,8 @@ Status ClientImpl::Init() {
   if (options_.global_segment_size > 0) {
     hosting::SegmentHostOptions ho;
     ho.advertise_host = options_.local_hostname;
-    ho.bind_host = hosting_.bind_host;
+    ho.bind_host = hosting_.bind_host.empty() ? rpc::DefaultBindAddress(options_.local_hostname)
+                                              : hosting_.bind_host;
     ho.port = options_.segment_port;
     ho.size = options_.global_segment_size;
     ho.memory.huge_pages = options_.use_hugepage;
@@ -133,7 +142,9 @@ Status ClientImpl::Init() {
     ho.memory.prefault_in_background =
         hosting_.prefault_in_background.value_or(options_.prefault_segment_in_background);
     ho.io_threads = hosting_.io_threads;
-    ho.protected_mode = hosting_.protected_mode;
+    // Without a secret, peers on other hosts are refused unless the owner opted out.
+    ho.protected_mode = !options_.insecure;
+    ho.insecure_hint = hosting_.insecure_hint;
     ho.security = security->server;
     if (!options_.disk_path.empty() || options_.disk_size > 0) {
       hosting::DiskHostOptions dh;
@@ -166,6 +177,29 @@ Status ClientImpl::Init() {
   if (hosting_.mount_at_init || host_ == nullptr) heartbeat_->Start();
   lease_flusher_ =
       std::make_unique<LeaseFlusher>(master_.get(), kLeaseFlushDelay, options_.rpc_timeout);
+  return Status::Ok();
+}
+
+Status ClientImpl::ChooseAnnouncedHost(const ha::MasterAddress& master) {
+  const std::string given = options_.local_hostname;
+  if (!given.empty() && (!rpc::IsLoopbackHost(given) || ha::MasterIsLoopback(master))) {
+    return Status::Ok();
+  }
+  auto detected = ha::LocalAddressTowardMaster(master, "master_server_address");
+  if (!detected.ok()) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("local_hostname='{}': cannot tell this host's address toward the "
+                              "master ({}); give local_hostname, the address other hosts reach "
+                              "this process by",
+                              given, detected.status().message()));
+  }
+  if (!given.empty()) {
+    spdlog::info(
+        "local_hostname={} is a loopback address but the master {} is not: announcing "
+        "{} (this host's address toward the master) instead",
+        given, master.ToString(), *detected);
+  }
+  options_.local_hostname = *detected;
   return Status::Ok();
 }
 

@@ -16,6 +16,7 @@
 #include "client/buffer_registry.h"
 #include "client/hosted_client.h"
 #include "client/lease_flusher.h"
+#include "client/peer_health.h"
 #include "common/task_pool.h"
 #include "hosting/heartbeat.h"
 #include "hosting/segment_host.h"
@@ -150,16 +151,21 @@ class ClientImpl : public HostedClient {
     return std::min(DeadlineAfter(options_.transfer_timeout), limit);
   }
   Status MountOwnSegment();
+  // Init: replaces an empty local_hostname, or a loopback one while the master is elsewhere,
+  // with this host's address toward the master (ClientOptions::local_hostname).
+  Status ChooseAnnouncedHost(const ha::MasterAddress& master);
 
   // How long a finished read lease waits for a request to carry it before the flusher sends it.
   static constexpr Clock::duration kLeaseFlushDelay = std::chrono::milliseconds(2);
 
-  const ClientOptions options_;
+  // Init may fill in local_hostname (ChooseAnnouncedHost); constant after Init.
+  ClientOptions options_;
   const HostingOptions hosting_;
   const std::string client_id_;
   std::unique_ptr<master::MasterClient> master_;
   rpc::ConnectionPool data_pool_;
   TaskPool transfer_workers_;  // runs a batch's transfer parts in parallel (TransferPlan)
+  PeerHealth peer_health_;     // segment hosts found silent lately (reads try them last)
   transfer::TcpTransport tcp_{&data_pool_};
   std::unique_ptr<hosting::SegmentHost> host_;  // embedded mode only
   std::unique_ptr<transfer::LocalTransport> local_;

@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <map>
+#include <string_view>
+
 #include "client/client_impl.h"
 #include "client/replica_order.h"
 #include "client/transfer_plan.h"
@@ -44,12 +47,31 @@ Status Verify(const std::string& key, const KeyRead& read) {
                             key, r.segment_name(), r.offset(), got, read.checksum));
 }
 
+// Tells `health` how each host of this round's replicas answered: silent (PeerHealth::
+// MeansSilent) if any of its keys says so, else alive if any of its keys was read.
+void NoteOutcomes(const std::vector<KeyRead*>& round, const std::vector<Status>& status,
+                  PeerHealth& health) {
+  std::map<std::string_view, Status> outcome;  // by endpoint
+  for (const KeyRead* r : round) {
+    const Status& st = status[r->index];
+    if (!st.ok() && !PeerHealth::MeansSilent(st.code())) continue;  // the host answered that
+    auto [it, added] = outcome.try_emplace(r->order[r->next]->endpoint(), st);
+    if (!added && it->second.ok() && !st.ok()) it->second = st;
+  }
+  const Clock::time_point now = Clock::now();
+  for (const auto& [endpoint, st] : outcome) health.Note(std::string(endpoint), st, now);
+}
+
 // Reads every key from its current replica, one data request per segment; a key whose read
 // fails (transfer error, or checksum mismatch) moves to its next replica and is read again in
 // the next round, while the deadline allows. A key's final status is its last attempt's.
+// A round in which some key has another replica left gives up on a silent host after
+// `silent_peer` without progress, and `health` learns which hosts were silent (they go last in
+// later batches' replica orders) and which answered.
 template <typename TransportFor>
 void ReadWithFallback(const std::vector<std::string>& keys, std::vector<KeyRead>& reads,
                       Deadline deadline, TaskPool* workers, TransportFor&& transport_for,
+                      Clock::duration silent_peer, PeerHealth& health,
                       std::vector<Status>& status) {
   std::vector<KeyRead*> round;
   for (KeyRead& r : reads) round.push_back(&r);
@@ -60,7 +82,9 @@ void ReadWithFallback(const std::vector<std::string>& keys, std::vector<KeyRead>
       status[r->index] = plan.Add(r->index, *r->order[r->next], r->dest);
       fallback_left = fallback_left || r->next + 1 < r->order.size();
     }
+    if (fallback_left) plan.set_stall_timeout(silent_peer);
     plan.Run(/*write=*/false, transport_for, AttemptDeadline(deadline, fallback_left), status);
+    NoteOutcomes(round, status, health);
     std::vector<KeyRead*> again;
     for (KeyRead* r : round) {
       Status& st = status[r->index];
@@ -133,7 +157,7 @@ std::vector<Result<uint64_t>> ClientImpl::GetBatch(const std::vector<std::string
 
   std::vector<KeyRead> reads;
   std::vector<uint64_t> sizes(keys.size(), 0);
-  const ReplicaOrder order(SegmentName(), options_.local_hostname);
+  const ReplicaOrder order(SegmentName(), options_.local_hostname, &peer_health_);
   for (size_t k = 0; k < sent.size(); ++k) {
     size_t i = sent[k];
     const rpc::ObjectLocation& loc = located->objects(static_cast<int>(k));
@@ -163,7 +187,8 @@ std::vector<Result<uint64_t>> ClientImpl::GetBatch(const std::vector<std::string
   }
   ReadWithFallback(
       keys, reads, TransferDeadline(limit), &transfer_workers_,
-      [this](const std::string& s) -> transfer::Transport& { return TransportFor(s); }, status);
+      [this](const std::string& s) -> transfer::Transport& { return TransportFor(s); },
+      options_.silent_peer_timeout, peer_health_, status);
 
   const std::string lease_lost = sent.empty() ? std::string() : LeaseLost(*located, asked, limit);
   // The transfer is over (every attempt returned): the lease may end. Queued, not sent: the

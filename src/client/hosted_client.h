@@ -33,15 +33,17 @@ using DestFor = std::function<Buffers(size_t index, uint64_t object_size)>;
 
 // What `kvpool node` sets beyond ClientOptions when it runs its store as a hosted client.
 struct HostingOptions {
-  std::string bind_host = "0.0.0.0";  // the data server's listen address
-  bool prefault = false;              // fault the segment in at start (blocking)
+  // The data server's listen address; "": rpc::DefaultBindAddress of the announced host.
+  std::string bind_host;
+  bool prefault = false;  // fault the segment in at start (blocking)
   // Fault it in on a thread of its own after start (unset: ClientOptions decides).
   std::optional<bool> prefault_in_background;
   bool transparent_huge_pages = false;  // SegmentMemoryOptions::transparent_huge_pages
   int io_threads = 2;                   // data server threads
-  // Without a secret, the data port refuses peers from other hosts (a node unless --insecure;
-  // rpc::ServerOptions::protected_mode).
-  bool protected_mode = false;
+  // What a peer refused by protected mode is told to do (rpc::ServerOptions::insecure_hint).
+  std::string insecure_hint =
+      "set \"insecure\": true in the client's configuration, or give "
+      "every process the pool secret ($KVPOOL_AUTH_SECRET)";
   // Threads that move one batch's bytes besides the caller's (0: one per core but one, 1 to 3).
   int transfer_threads = 0;
   // true: Init fails when the master is unreachable (a client's set-up). false (a node): Init

@@ -90,6 +90,8 @@ std::vector<Status> ClientImpl::PutPass(const std::vector<std::string>& keys,
   }
 
   TransferPlan plan(&transfer_workers_);
+  // A silent node fails its writes in seconds, not the whole transfer_timeout (failure-model.md).
+  plan.set_stall_timeout(3 * options_.silent_peer_timeout);
   std::vector<size_t> written;  // objects with replicas to write
   for (size_t k = 0; k < sent.size(); ++k) {
     size_t i = sent[k];

@@ -6,11 +6,15 @@
 
 namespace kvpool::client {
 
-ReplicaOrder::ReplicaOrder(std::string own_segment, std::string own_host)
-    : own_segment_(std::move(own_segment)), own_host_(std::move(own_host)) {}
+ReplicaOrder::ReplicaOrder(std::string own_segment, std::string own_host, const PeerHealth* health)
+    : own_segment_(std::move(own_segment)),
+      own_host_(std::move(own_host)),
+      health_(health),
+      now_(Clock::now()) {}
 
 int ReplicaOrder::Distance(const rpc::Replica& r) const {
   if (!own_segment_.empty() && r.segment_name() == own_segment_) return 0;
+  if (health_ != nullptr && health_->Avoided(r.endpoint(), now_)) return 3;
   auto ep = rpc::ParseEndpoint(r.endpoint(), 0, "replica endpoint");
   if (ep.ok() && !own_host_.empty() && ep->host == own_host_) return 1;
   return 2;

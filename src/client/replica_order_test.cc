@@ -35,5 +35,14 @@ TEST(ReplicaOrderTest, NoOwnSegmentKeepsMasterOrderAmongEquals) {
   EXPECT_EQ(order.Distance(loc.replicas(0)), 2);
 }
 
+TEST(ReplicaOrderTest, SilentHostGoesLast) {
+  PeerHealth health(std::chrono::seconds(5));
+  health.Note("10.0.0.9:1", Status(ErrorCode::RPC_TIMEOUT, "no progress"), Clock::now());
+  ReplicaOrder order("", "10.0.0.5", &health);
+  auto loc = Location({"10.0.0.9:1", "10.0.0.8:1", "10.0.0.5:1"});
+  EXPECT_EQ(Names(order.Sorted(loc)),
+            (std::vector<std::string>{"10.0.0.5:1", "10.0.0.8:1", "10.0.0.9:1"}));
+}
+
 }  // namespace
 }  // namespace kvpool::client

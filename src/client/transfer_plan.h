@@ -77,6 +77,7 @@ class TransferPlan {
           part.segment_name, &m.endpoint,
           std::span<const rpc::Range>(m.ranges.data() + part.first, part.last - part.first),
           m.incarnation};
+      where.stall_timeout = stall_;
       std::span<const iovec> memory(m.memory.data() + mem_first, mem_last - mem_first);
       transfer::Transport& t = transport_for(*part.segment_name);
       if (!write) {
@@ -123,6 +124,9 @@ class TransferPlan {
   }
 
   bool empty() const { return segments_.empty(); }
+  // Moves of later Runs give up on a peer that makes no progress this long
+  // (transfer::SegmentRanges::stall_timeout); zero (the default): only the deadline bounds them.
+  void set_stall_timeout(Clock::duration stall) { stall_ = stall; }
 
  private:
   // Each segment's moves as consecutive parts of about equal bytes.
@@ -135,6 +139,7 @@ class TransferPlan {
   static std::span<const iovec> MemoryOf(const SegmentMoves& m, size_t r);
 
   TaskPool* workers_;
+  Clock::duration stall_{0};
   // By segment name and incarnation: replicas of two incarnations of one name (a location
   // from before a host restarted beside one from after) go in separate requests.
   std::map<std::pair<std::string, uint64_t>, SegmentMoves> segments_;

@@ -93,4 +93,17 @@ Result<MasterAddress> ParseMasterAddress(std::string_view text, uint16_t default
   return a;
 }
 
+Result<std::string> LocalAddressTowardMaster(const MasterAddress& master, std::string_view what) {
+  const rpc::Endpoint& ep = master.via_etcd ? master.etcd.endpoints.front() : master.endpoint;
+  return rpc::LocalAddressToward(ep.host, ep.port, what);
+}
+
+bool MasterIsLoopback(const MasterAddress& master) {
+  if (!master.via_etcd) return rpc::IsLoopbackHost(master.endpoint.host);
+  for (const rpc::Endpoint& ep : master.etcd.endpoints) {
+    if (!rpc::IsLoopbackHost(ep.host)) return false;
+  }
+  return true;
+}
+
 }  // namespace kvpool::ha

@@ -48,4 +48,14 @@ Status ValidateClusterId(std::string_view id, std::string_view what);
 Result<MasterAddress> ParseMasterAddress(std::string_view text, uint16_t default_port,
                                          std::string_view what);
 
+// The address other hosts reach this one by, as seen on the route to `master` (its first etcd
+// member for an etcd:// address): rpc::LocalAddressToward. A loopback address when the master
+// is on this host's loopback. What a node or an embedded client announces when given no host.
+// Errors: INVALID_PARAMS naming `what` (the master's host does not resolve, no route).
+Result<std::string> LocalAddressTowardMaster(const MasterAddress& master, std::string_view what);
+
+// True when every address `master` names is a loopback address (rpc::IsLoopbackHost): then
+// only processes of this host can reach it anyway.
+bool MasterIsLoopback(const MasterAddress& master);
+
 }  // namespace kvpool::ha

@@ -33,7 +33,7 @@ Result<std::unique_ptr<SegmentHost>> SegmentHost::Start(const SegmentHostOptions
   so.threads = options.io_threads;
   so.security = options.security;
   so.protected_mode = options.protected_mode;
-  so.insecure_hint = "start the node with --insecure";
+  so.insecure_hint = options.insecure_hint;
   host->server_ = std::make_unique<rpc::Server>(so, &host->service_);
   KVPOOL_RETURN_IF_ERROR(host->server_->Start());
   host->name_ = options.advertise_host + ":" + std::to_string(host->server_->port());

@@ -28,6 +28,7 @@ struct SegmentHostOptions {
   int io_threads = 2;
   rpc::SecurityOptions security;  // secret and TLS of the data port (docs/security.md)
   bool protected_mode = false;    // rpc::ServerOptions::protected_mode of the data port
+  std::string insecure_hint = "start the node with --insecure";  // its message's fix
   // A disk tier below the segment (hosting/disk_host.h); none when absent.
   std::optional<DiskHostOptions> disk;
 };

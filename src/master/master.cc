@@ -7,6 +7,8 @@
 #include <cstdio>
 
 #include "common/signals.h"
+#include "ha/etcd_address.h"
+#include "rpc/endpoint.h"
 
 namespace kvpool::master {
 namespace {
@@ -36,13 +38,27 @@ std::unique_ptr<LeaderElection> ElectionOf(const MasterOptions& o) {
 }
 
 // The host published as the leader's address: --ha_advertise_host, or --rpc_host unless it is
-// a wildcard, else this machine's name.
-std::string AdvertiseHost(const MasterOptions& o) {
+// a wildcard, else this host's address on the route to the first etcd member (what the other
+// hosts of the cluster reach it by; a host name often resolves to a loopback address, as on a
+// stock Debian host).
+Result<std::string> AdvertiseHost(const MasterOptions& o) {
   if (!o.ha_advertise_host.empty()) return o.ha_advertise_host;
   if (o.rpc_host != "0.0.0.0" && o.rpc_host != "::") return o.rpc_host;
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "127.0.0.1";
-  return name;
+  auto members = ha::ParseEtcdEndpoints(o.etcd_endpoints, "--etcd_endpoints");
+  if (!members.ok()) return members.status();
+  auto local =
+      rpc::LocalAddressToward(members->front().host, members->front().port, "--etcd_endpoints");
+  if (!local.ok()) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("cannot tell this master's address toward etcd ({}); give "
+                              "--ha_advertise_host, the address clients and nodes reach it by",
+                              local.status().message()));
+  }
+  spdlog::info(
+      "publishing {} as this master's address when it leads: its address toward etcd "
+      "(--ha_advertise_host overrides)",
+      *local);
+  return *local;
 }
 
 rpc::ServerOptions ServerOptionsOf(const MasterOptions& o) {
@@ -117,9 +133,11 @@ Status Master::Start(std::function<void()> on_lost_leadership) {
   if (st.ok() && election_ != nullptr) {
     // Serving answers NOT_LEADER until the election says otherwise.
     election_->SetOnLost(std::move(on_lost_leadership));
+    auto advertised = AdvertiseHost(options_);
     // Clients parse it back (ha/leader_locator.h): an IPv6 host goes in brackets.
-    st = election_->Start(ha::HostPort({AdvertiseHost(options_), server_->port()}),
-                          DeadlineAfter(kEtcdStartupDeadline));
+    st = advertised.ok() ? election_->Start(ha::HostPort({*advertised, server_->port()}),
+                                            DeadlineAfter(kEtcdStartupDeadline))
+                         : advertised.status();
     if (!st.ok()) {
       server_->Stop();
       if (http_ != nullptr) http_->Stop();

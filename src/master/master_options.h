@@ -101,7 +101,7 @@ struct MasterOptions {
   // this long), --ha_restore_wait_ms (default 2000, range 0..60000: a new leader serves only
   // node traffic this long while the nodes re-register their objects), --ha_advertise_host (the
   // host published with the RPC port as the leader's address; default: --rpc_host, or this
-  // machine's host name when that is a wildcard).
+  // host's address on the route to the first etcd member when that is a wildcard).
   bool enable_ha = false;
   std::string etcd_endpoints;
   std::string cluster_id = "kvpool";

@@ -1,9 +1,11 @@
 #include "master/master_service.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "common/keys.h"
 #include "master/tenant_scope.h"
+#include "rpc/endpoint.h"
 #include "rpc/kvpool.pb.h"
 
 namespace kvpool::master {
@@ -126,6 +128,23 @@ rpc::Reply ServeExists(std::string_view meta, MasterMetrics::Call& mc, Caller ca
   return ServeParsedKeys(req, mc, caller, call);
 }
 
+// A segment announced at a loopback address by a host that reached us over the network is
+// unreachable for every other host: refused up front rather than failing every client's put.
+Status CheckReachableEndpoint(const rpc::MountSegment& req, Caller caller) {
+  if (caller.network_peer.empty()) return Status::Ok();
+  auto ep = rpc::ParseEndpoint(req.endpoint(), 0, "segment endpoint");
+  if (!ep.ok() || !rpc::IsLoopbackHost(ep->host)) return Status::Ok();
+  spdlog::warn("segment={} mount from {} refused: its endpoint {} is a loopback address",
+               req.segment_name(), caller.network_peer, req.endpoint());
+  return Status(ErrorCode::INVALID_PARAMS,
+                fmt::format("segment={}: endpoint {} is a loopback address, but its host reached "
+                            "the master from {}, over the network: other hosts cannot reach it. "
+                            "Start the node without --host (it announces its address toward the "
+                            "master) or with --host set to an address other hosts reach (an "
+                            "embedded client: local_hostname)",
+                            req.segment_name(), req.endpoint(), caller.network_peer));
+}
+
 }  // namespace
 
 rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Caller caller) {
@@ -149,7 +168,10 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
       });
     case rpc::MOUNT_SEGMENT:
       return Serve<rpc::MountSegment>("mount segment", meta, mc,
-                                      [&](const auto& r) { return c.MountSegment(r, now); });
+                                      [&](const auto& r) -> Result<rpc::MountSegmentReply> {
+                                        KVPOOL_RETURN_IF_ERROR(CheckReachableEndpoint(r, caller));
+                                        return c.MountSegment(r, now);
+                                      });
     case rpc::UNMOUNT_SEGMENT:
       return Serve<rpc::UnmountSegment>("unmount segment", meta, mc,
                                         [&](const auto& r) { return c.UnmountSegment(r, now); });
@@ -224,7 +246,9 @@ asio::awaitable<rpc::Reply> MasterService::HandleFrom(const rpc::ConnectionConte
                                                       const rpc::FrameHeader& header,
                                                       std::string_view meta,
                                                       rpc::PayloadReader& payload) {
-  co_return co_await Answer(header, meta, payload, Caller{context.tenant_id, context.privileged});
+  Caller caller{context.tenant_id, context.privileged};
+  if (!context.from_loopback) caller.network_peer = context.peer;
+  co_return co_await Answer(header, meta, payload, caller);
 }
 
 asio::awaitable<rpc::Reply> MasterService::Answer(const rpc::FrameHeader& header,

@@ -24,6 +24,9 @@ namespace kvpool::master {
 struct Caller {
   std::string_view tenant;  // normalized: "" is the default tenant
   bool privileged = true;   // proved the pool secret (or the server has none)
+  // The peer's "ip:port" when it connected from a non-loopback address (another host, or this
+  // one through a network interface); empty for a loopback peer and in-process calls.
+  std::string_view network_peer;
   // False for a privileged default-tenant caller, whose keys pass unchanged.
   bool scoped() const { return !tenant.empty() || !privileged; }
 };

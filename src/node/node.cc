@@ -30,12 +30,13 @@ Result<std::unique_ptr<Node>> Node::Start(const NodeOptions& options) {
   co.transfer_timeout = Millis(options.transfer_timeout_ms);
   co.heartbeat_interval = Millis(options.heartbeat_interval_ms);
   client::ApplySecurityFlags(options.security, co);
+  co.insecure = options.security.insecure;
   client::HostingOptions ho;
   ho.bind_host = options.bind_address;
+  ho.insecure_hint = "start the node with --insecure";
   ho.prefault_in_background = options.prefault;
   ho.transparent_huge_pages = options.transparent_hugepage;
   ho.io_threads = options.io_threads;
-  ho.protected_mode = !options.security.insecure;
   // An attached engine's large batch is copied by this many threads at once (the caller's too).
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ho.transfer_threads =
@@ -134,6 +135,12 @@ int RunNode(const NodeOptions& options) {
   }
   spdlog::info("kvpool node ready: segment={} master={} local={}", (*node)->segment_name(),
                options.master_server_address, (*node)->local_socket());
+  if (options.host_was_detected) {
+    spdlog::info(
+        "announced as {}: this host's address toward the master (--host overrides, "
+        "e.g. behind NAT or with several NICs); listening on {}",
+        options.host, options.bind_address);
+  }
   if ((*node)->http_port() != 0) {
     spdlog::info("kvpool node http admin on {}:{} (/metrics /health /status)", options.bind_address,
                  (*node)->http_port());

@@ -10,8 +10,10 @@
 namespace kvpool::node {
 
 void AddNodeFlags(CLI::App& app, NodeOptions& o) {
-  app.add_option("--host", o.host, "Host or IP under which peers reach this node")
-      ->capture_default_str();
+  app.add_option("--host", o.host,
+                 "Host or IP under which peers and the master reach this node (default: this "
+                 "host's address on the route to the master, 127.0.0.1 for a master on "
+                 "loopback)");
   app.add_option("--bind_address", o.bind_address,
                  "IP to listen on (default: --host if it is an IP, else 0.0.0.0)");
   app.add_option("--port", o.port, "Data port (TCP)")->capture_default_str();
@@ -107,14 +109,20 @@ Status ValidateNodeOptions(NodeOptions& o) {
     return Status(ErrorCode::INVALID_PARAMS,
                   fmt::format("--disk_queue_depth {} is not in [1, 4096]", o.disk_queue_depth));
   }
-  KVPOOL_RETURN_IF_ERROR(ValidateMasterAddress(o));
-  if (o.host.empty()) return Status(ErrorCode::INVALID_PARAMS, "--host must not be empty");
-  if (o.bind_address.empty()) {
-    in6_addr tmp;
-    bool is_ip = inet_pton(AF_INET, o.host.c_str(), &tmp) == 1 ||
-                 inet_pton(AF_INET6, o.host.c_str(), &tmp) == 1;
-    o.bind_address = is_ip ? o.host : "0.0.0.0";
+  auto master = ha::ParseMasterAddress(o.master_server_address, 50051, "--master_server_address");
+  if (!master.ok()) return master.status();
+  if (o.host.empty()) {
+    auto detected = ha::LocalAddressTowardMaster(*master, "--master_server_address");
+    if (!detected.ok()) {
+      return Status(ErrorCode::INVALID_PARAMS,
+                    fmt::format("cannot tell this node's address toward the master ({}); give "
+                                "--host, the address other hosts reach this node by",
+                                detected.status().message()));
+    }
+    o.host = *detected;
+    o.host_was_detected = true;
   }
+  if (o.bind_address.empty()) o.bind_address = rpc::DefaultBindAddress(o.host);
   auto range = [](const char* flag, int v, int lo, int hi) -> Status {
     if (v < lo || v > hi) {
       return Status(ErrorCode::INVALID_PARAMS,

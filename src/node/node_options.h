@@ -13,9 +13,13 @@
 namespace kvpool::node {
 
 struct NodeOptions {
-  std::string host = "127.0.0.1";  // --host: how peers and the master reach this node
-  std::string bind_address;        // --bind_address: default: --host when it is an IP, else 0.0.0.0
-  uint16_t port = 50052;           // --port: data port (TCP)
+  // --host: how peers and the master reach this node. Default "": this host's address on the
+  // route to the master (ha::LocalAddressTowardMaster; 127.0.0.1 for a master on loopback),
+  // filled in by ValidateNodeOptions, which also sets host_was_detected.
+  std::string host;
+  bool host_was_detected = false;
+  std::string bind_address;  // --bind_address: default: --host when it is an IP, else 0.0.0.0
+  uint16_t port = 50052;     // --port: data port (TCP)
   std::string master_server_address = "127.0.0.1:50051";  // --master_server_address
   std::string global_segment_size = "4GB";  // --global_segment_size: DRAM served ("4GB" style)
   bool use_hugepage = false;                // --use_hugepage: MAP_HUGETLB (reserve pages first)
@@ -64,8 +68,10 @@ struct NodeOptions {
 // parsed (the command line wins); a missing or bad file, an unknown key or a bad value throws
 // CLI::ConfigError naming the file, line and key.
 void AddNodeFlags(CLI::App& app, NodeOptions& o);
-// Checks ranges, parses sizes and reads the secret (rpc::ResolveAuthSecret); INVALID_PARAMS
-// naming the flag, the value and the fix (FILE_NOT_FOUND for a missing secret or TLS file).
+// Checks ranges, parses sizes, reads the secret (rpc::ResolveAuthSecret) and fills in --host
+// when it was not given (the route to the master; a master host name is resolved for that);
+// INVALID_PARAMS naming the flag, the value and the fix (FILE_NOT_FOUND for a missing secret or
+// TLS file).
 Status ValidateNodeOptions(NodeOptions& o);
 
 // --master_server_address alone (part of ValidateNodeOptions): "host[:port]" or

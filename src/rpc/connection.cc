@@ -193,7 +193,7 @@ Status Connection::StartTls(TlsClientContext& tls, Deadline deadline) {
     if (rc == 1) return Status::Ok();
     int err = SSL_get_error(ssl_, rc);
     if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
-      Status st = WaitFd(fd_, err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, endpoint_);
+      Status st = WaitReady(err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline);
       if (!st.ok()) return Fail(st);
       continue;
     }
@@ -235,7 +235,20 @@ Status Connection::WaitToRead(Deadline deadline) {
         ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
         return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
       });
-  return readable ? Status::Ok() : WaitFd(fd_, POLLIN, deadline, endpoint_);
+  return readable ? Status::Ok() : WaitReady(POLLIN, deadline);
+}
+
+Status Connection::WaitReady(short events, Deadline deadline) {
+  if (stall_ <= Clock::duration::zero()) return WaitFd(fd_, events, deadline, endpoint_);
+  const Deadline patience = Clock::now() + stall_;
+  if (patience >= deadline) return WaitFd(fd_, events, deadline, endpoint_);
+  Status st = WaitFd(fd_, events, patience, endpoint_);
+  if (st.code() != ErrorCode::RPC_TIMEOUT) return st;
+  return Status(
+      ErrorCode::RPC_TIMEOUT,
+      fmt::format("{} made no progress for {} ms (a silent peer: partitioned, or its "
+                  "host hung)",
+                  endpoint_.ToString(), std::chrono::duration_cast<Millis>(stall_).count()));
 }
 
 Status Connection::Fail(Status st) {
@@ -277,8 +290,7 @@ Status Connection::MoveAll(std::span<iovec> iov, Deadline deadline, bool send) {
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        KVPOOL_RETURN_IF_ERROR(send ? WaitFd(fd_, POLLOUT, deadline, endpoint_)
-                                    : WaitToRead(deadline));
+        KVPOOL_RETURN_IF_ERROR(send ? WaitReady(POLLOUT, deadline) : WaitToRead(deadline));
         continue;
       }
       return Status(ErrorCode::RPC_FAIL, fmt::format("{} {}: {}", send ? "send to" : "receive from",
@@ -338,9 +350,8 @@ Status Connection::MoveAllTls(std::span<iovec> iov, Deadline deadline, bool send
       if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
         // WANT_READ: the record needs bytes not yet on the socket, so the raw fd is the one
         // to poll.
-        KVPOOL_RETURN_IF_ERROR(err == SSL_ERROR_WANT_READ
-                                   ? WaitToRead(deadline)
-                                   : WaitFd(fd_, POLLOUT, deadline, endpoint_));
+        KVPOOL_RETURN_IF_ERROR(err == SSL_ERROR_WANT_READ ? WaitToRead(deadline)
+                                                          : WaitReady(POLLOUT, deadline));
         continue;
       }
       if (err == SSL_ERROR_ZERO_RETURN || (err == SSL_ERROR_SYSCALL && n == 0)) {

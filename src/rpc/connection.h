@@ -97,6 +97,13 @@ class Connection {
   bool StillOpen() const;
   const Endpoint& endpoint() const { return endpoint_; }
 
+  // Calls from now on fail with RPC_TIMEOUT ("made no progress") when the socket stays neither
+  // readable nor writable for `stall` while they wait, even if their deadline is later: a peer
+  // cut off by a partition answers nothing, and a caller with another replica to read should
+  // not wait out its whole deadline. Zero (the default): only the deadline bounds a wait. Not
+  // thread-safe, like every method: set it on a connection on loan.
+  void set_stall_timeout(Clock::duration stall) { stall_ = stall; }
+
  private:
   Connection(int fd, Endpoint endpoint, const ConnectOptions& options);
   Status StartTls(TlsClientContext& tls, Deadline deadline);
@@ -112,6 +119,9 @@ class Connection {
   // The wait of a read that found nothing: polls for up to what is left of `spin_budget_`
   // (then spent), then sleeps in poll() until `deadline`.
   Status WaitToRead(Deadline deadline);
+  // Waits for `events` until `deadline`, or until stall_ passes without them (see
+  // set_stall_timeout).
+  Status WaitReady(short events, Deadline deadline);
 
   int fd_;
   SSL* ssl_ = nullptr;  // owned; set when the connection is TLS
@@ -121,6 +131,7 @@ class Connection {
   std::chrono::microseconds reply_spin_;
   std::chrono::microseconds spin_budget_{0};  // reply_spin_ while a call awaits its reply
   std::string meta_buf_;                      // reused between calls
+  Clock::duration stall_{0};                  // see set_stall_timeout
 };
 
 }  // namespace kvpool::rpc

@@ -53,6 +53,12 @@ bool SocketFromThisHost(const asio::ip::tcp::socket& s) {
   return FromThisHost(peer.address(), local.address());
 }
 
+bool SocketFromLoopback(const asio::ip::tcp::socket& s) {
+  asio::error_code ec;
+  auto peer = s.remote_endpoint(ec);
+  return !ec && Unmapped(peer.address()).is_loopback();
+}
+
 std::string PeerName(const asio::ip::tcp::socket& s) {
   asio::error_code ec;
   auto ep = s.remote_endpoint(ec);
@@ -481,6 +487,7 @@ asio::awaitable<void> Server::Accepted(asio::ip::tcp::socket socket) {
   ConnectionContext context;
   context.peer = PeerName(socket);
   context.from_this_host = SocketFromThisHost(socket);
+  context.from_loopback = SocketFromLoopback(socket);
   const asio::any_io_executor ex = socket.get_executor();
   std::shared_ptr<Slot> slot = Admit(ex);
   if (slot == nullptr) {

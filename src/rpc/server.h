@@ -86,6 +86,7 @@ struct ConnectionContext {
   bool tls = false;              // the connection is TLS
   std::string tls_peer_subject;  // the client certificate's subject (mutual TLS), else ""
   bool from_this_host = true;    // FromThisHost of the socket's two ends
+  bool from_loopback = true;     // the peer's address is a loopback address
 };
 
 // A request's raw payload, still in the socket. Valid only while Service::Handle runs.

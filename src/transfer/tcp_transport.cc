@@ -16,8 +16,25 @@ Status TcpTransport::Call(rpc::Method method, const SegmentRanges& where,
   req.set_segment_incarnation(where.incarnation);
   req.mutable_ranges()->Reserve(static_cast<int>(where.ranges.size()));
   for (const auto& r : where.ranges) *req.add_ranges() = r;
-  auto conn = pool_->Acquire(*where.endpoint, deadline);
-  if (!conn.ok()) return conn.status();
+  const bool patient = where.stall_timeout <= Clock::duration::zero();
+  const Deadline connect_by =
+      patient ? deadline : std::min(deadline, Clock::now() + where.stall_timeout);
+  auto conn = pool_->Acquire(*where.endpoint, connect_by);
+  if (!conn.ok()) {
+    if (conn.code() != ErrorCode::RPC_TIMEOUT || connect_by == deadline) return conn.status();
+    return Status(ErrorCode::RPC_TIMEOUT,
+                  fmt::format("segment {}: no connection to {} within {} ms (a silent peer: "
+                              "partitioned, or its host hung): {}",
+                              *where.segment_name, where.endpoint->ToString(),
+                              std::chrono::duration_cast<Millis>(where.stall_timeout).count(),
+                              conn.status().message()));
+  }
+  // The stall bound is this call's only: the connection goes back to the pool without it.
+  struct StallScope {
+    rpc::Connection* c;
+    ~StallScope() { c->set_stall_timeout(Clock::duration::zero()); }
+  } stall_scope{&**conn};
+  (*conn)->set_stall_timeout(where.stall_timeout);
   rpc::Empty resp;
   if (method != rpc::READ) {
     if (where.before_ranges == nullptr) return (*conn)->Call(method, req, &resp, out, in, deadline);

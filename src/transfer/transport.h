@@ -31,6 +31,10 @@ struct SegmentRanges {
   // from memory twice). A transport may leave ranges out of the calls when it fails, or when it
   // does not read the caller's memory itself; callers must not rely on a call for each range.
   const std::function<void(size_t first, size_t last)>* before_ranges = nullptr;
+  // Non-zero: a peer that makes no progress this long (connecting, sending or answering) fails
+  // the move with RPC_TIMEOUT before the deadline (rpc::Connection::set_stall_timeout). Set by
+  // callers that have somewhere else to go: another replica to read.
+  Clock::duration stall_timeout{0};
 };
 
 class Transport {
