@@ -724,7 +724,9 @@ def _on_signal(signum, frame):
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("command", choices=["smoke", "chaos", "scale", "plot", "up", "clean", "check"])
+    p.add_argument("command", choices=["smoke", "chaos", "scale", "plot", "up", "clean", "check",
+                                        "stale-write"])
+    p.add_argument("--rounds", type=int, default=3, help="stale-write: rounds")
     p.add_argument("results", nargs="?", help="plot: the JSON file of a scale run")
     p.add_argument("--build", default=os.path.join(ROOT, "build"),
                    help="build tree with src/tools/kvpool and python/ (default: build/)")
@@ -772,7 +774,8 @@ def main():
     if args.command == "check":
         print("fleet: network namespaces work here")
         return 0
-    d = {"smoke": (256 << 10, 32), "chaos": (64 << 10, 8), "scale": (1 << 20, 16)}
+    d = {"smoke": (256 << 10, 32), "chaos": (64 << 10, 8), "scale": (1 << 20, 16),
+         "stale-write": (1 << 20, 8)}
     page, batch = d.get(args.command, (256 << 10, 32))
     args.page_size = args.page_size or page
     args.batch = args.batch or batch
@@ -791,6 +794,8 @@ def main():
             return scenario_chaos(args)
         if args.command == "scale":
             return scenario_scale(args)
+        if args.command == "stale-write":
+            return scenario_stale_write(args)
     except Interrupted as e:
         print(f"fleet: interrupted by {e}; everything of this run removed", file=sys.stderr)
         return 130
@@ -800,6 +805,7 @@ def main():
 # ---------------------------------------------------------------------------------------------
 # chaos
 
+CHAOS_TTL = 5  # masters' --client_ttl in chaos runs (a 10 s partition outlasts it)
 FAULTS = ["node_partition", "leader_cut", "engine_partition", "asym", "kill_node", "kill_master",
           "node_readdress"]
 
@@ -896,7 +902,7 @@ def scenario_chaos(args):
                        [f"{SUBNET}.{130 + i}" for i in range(64)])
         etcd = f.start_etcd(xh) if xh else None
         for h in mh:
-            f.start_master(h, etcd, extra=["--client_ttl", "5"])
+            f.start_master(h, etcd, extra=["--client_ttl", str(CHAOS_TTL)])
         maddr = f"etcd://{etcd}/fleet" if etcd else f"{mh[0].addr}:{MASTER_PORT}"
         mhttp = [f"{h.addr}:{MASTER_HTTP}" for h in mh]
 
@@ -972,7 +978,9 @@ def scenario_chaos(args):
                 f.partition(h)
                 time.sleep(10)
                 f.heal(h)
-            elif kind == "engine_partition":
+                # Silent past --client_ttl: the master declared it dead and dropped its objects
+                # (docs/failure-model.md); it comes back with an empty segment.
+                destroyed.setdefault(node_endpoint(h), []).append(t0 + CHAOS_TTL)
                 h = rng.choice(eh)
                 fault["target"] = h.name
                 time.sleep(rng.uniform(0, 0.3))  # land mid-put or mid-get
@@ -1002,7 +1010,7 @@ def scenario_chaos(args):
                 f.kill(f"master-{lh.name}")
                 f.event(f"kill -9 master {lh.name}")
                 time.sleep(3)
-                f.start_master(lh, etcd, extra=["--client_ttl", "5"])
+                f.start_master(lh, etcd, extra=["--client_ttl", str(CHAOS_TTL)])
                 f.event(f"restart master {lh.name}")
             elif kind in ("kill_node", "node_readdress"):
                 h = rng.choice(nh)
@@ -1178,6 +1186,52 @@ def print_chaos(r):
         print(f"    {x['t_fault']:7.1f}s {x['kind']:16} {x.get('target', ''):4} recover "
               f"put {x['recover_s']['put']} s get {x['recover_s']['get']} s; failed "
               f"{x['failed_keys_during']}/{x['keys_during']} keys")
+
+
+# ---------------------------------------------------------------------------------------------
+# stale-write: the repro of a put whose bytes land after it failed (docs/fleet.md)
+
+def scenario_stale_write(args):
+    """Engine and node n1 cut from each other while a put is being written over an established
+    connection; the put fails with RPC_TIMEOUT; after the cut heals, new puts are made and read
+    back after a few seconds. Exit 1 if any byte read back is wrong."""
+    total_wrong, rounds = 0, []
+    with Fleet(args) as f:
+        m = f.add_host("m0", 0)
+        n1, n2 = f.add_host("n1", 1), f.add_host("n2", 2)
+        e = f.add_host("e0", 3)
+        f.start_master(m)
+        maddr, mhttp = f"{m.addr}:{MASTER_PORT}", f"{m.addr}:{MASTER_HTTP}"
+        f.wait_http(mhttp)
+        for h in (n1, n2):
+            f.start_node(h, maddr, "64MB")
+        f.wait_http(mhttp, "/segments", 20, want=lambda b: len(json.loads(b)["segments"]) == 2)
+        eng = Engine(f, "e0", e, maddr, rpc_timeout_ms=2000, transfer_timeout_ms=3000,
+                     page_size=args.page_size, batch=args.batch)
+        for rnd in range(args.rounds):
+            warm = [f"w{rnd}-{i}" for i in range(args.batch)]
+            eng.call(op="put", keys=warm, replicas=2)  # connections to both nodes established
+            eng.call(op="get", keys=warm)
+            f.cut(n1, [e])
+            a = eng.call(op="put", keys=[f"a{rnd}-{i}" for i in range(args.batch)], replicas=2)
+            f.uncut(n1, [e])
+            b = eng.call(op="put", keys=[f"b{rnd}-{i}" for i in range(4 * args.batch)],
+                         replicas=2)
+            time.sleep(8)  # the cut-off put's retransmissions reach n1 meanwhile
+            g = eng.call(op="get", keys=b.get("acked", []))
+            wrong = [x for x in read_jsonl(os.path.join(f.dir, "logs", "e0.jsonl"))
+                     if x.get("op") == "get" and x.get("wrong")]
+            rounds.append({"round": rnd, "put_during_cut_ok": a["ok"], "errs": a["errs"],
+                           "put_after_ok": b["ok"], "read_ok": g["ok"],
+                           "wrong_bytes": g["wrong_bytes"]})
+            total_wrong += g["wrong_bytes"]
+            log(f"round {rnd}: put during the cut {a['ok']}/{args.batch} ok {a['errs']}; "
+                f"after the heal {b['ok']} put, {g['ok']} read, wrong bytes {g['wrong_bytes']}")
+        examples = [w for x in wrong for w in x["wrong"]][:6]
+    print(f"fleet stale-write: {args.rounds} rounds, wrong bytes {total_wrong}")
+    for w in examples:
+        print(f"  key {w['key']} returned the bytes of {w['holds']}")
+    return 1 if total_wrong else 0
 
 
 # ---------------------------------------------------------------------------------------------
