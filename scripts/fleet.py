@@ -981,6 +981,7 @@ def scenario_chaos(args):
                 # Silent past --client_ttl: the master declared it dead and dropped its objects
                 # (docs/failure-model.md); it comes back with an empty segment.
                 destroyed.setdefault(node_endpoint(h), []).append(t0 + CHAOS_TTL)
+            elif kind == "engine_partition":
                 h = rng.choice(eh)
                 fault["target"] = h.name
                 time.sleep(rng.uniform(0, 0.3))  # land mid-put or mid-get
@@ -1091,7 +1092,10 @@ def scenario_chaos(args):
     report.update({
         "acked_puts": len(acked), "missing_at_end": len(missing),
         "lost_with_every_replica_node": len(lost_all), "lost_real": len(lost_real),
-        "lost_placement_unknown": len(unknown), "lost_examples": (lost_real + unknown)[:10],
+        "lost_placement_unknown": len(unknown),
+        "lost_examples": [{"key": k, "acked_at": round(acked[k] - t_base, 2),
+                           "replicas": placement.where.get(k, (None,))[0],
+                           "real": k in lost_real} for k in (lost_real + unknown)[:12]],
         "evicted_objects_at_leader": evicted,
         "wrong_bytes": rep["wrong_bytes"], "wrong_pages": rep["wrong_pages"][:10],
         "past_deadline": len(rep["past_deadline"]),
