@@ -154,6 +154,46 @@ TEST(ClusterTest, NodePausedPastTtlNeverServesStaleBytes) {
   ASSERT_NO_FATAL_FAILURE(ExpectVersion(*c, fill, fill_sizes, 1));
 }
 
+// A silent node (stopped: its connections stay open and answer nothing, as under a partition)
+// costs a batch whose keys all have a replica elsewhere one silent_peer_timeout, not the data
+// deadline: every key reads back exact from the other node. The next batch tries the silent
+// node last and pays nothing. A key with its only replica there fails alone, within its
+// deadline, with RPC_TIMEOUT.
+TEST(ClusterTest, SilentNodeCostsAReadOneStallNotTheBatch) {
+  Pool pool({"--client_ttl", "30"});  // the master must not notice during the test
+  pool.AddNode("32MB");
+  pool.AddNode("32MB");
+  const std::string silent = pool.node_segment(0), live = pool.node_segment(1);
+  ClientOptions o = TestClientOptions();
+  o.transfer_timeout = seconds(10);
+  auto c = pool.NewClient(o);
+  ASSERT_NE(c, nullptr);
+  const auto keys = Keys("twice-", 48);
+  const std::vector<size_t> sizes(keys.size(), 256 << 10);
+  ASSERT_NO_FATAL_FAILURE(PutVersion(*c, keys, sizes, 1, Replicas(2, {silent, live})));
+  ASSERT_NO_FATAL_FAILURE(PutVersion(*c, {"only-there"}, {4096}, 1, Replicas(1, {silent})));
+  ASSERT_NO_FATAL_FAILURE(ExpectVersion(*c, keys, sizes, 1));  // connections to both exist
+
+  pool.node(0).Pause();
+  auto asked = Steady::now();
+  ASSERT_NO_FATAL_FAILURE(ExpectVersion(*c, keys, sizes, 1));
+  const auto first = Steady::now() - asked;
+  EXPECT_LT(first, milliseconds(2500)) << "the first batch waited out more than one stall";
+  asked = Steady::now();
+  ASSERT_NO_FATAL_FAILURE(ExpectVersion(*c, keys, sizes, 1));
+  EXPECT_LT(Steady::now() - asked, milliseconds(700)) << "the silent node was tried first again";
+
+  asked = Steady::now();
+  auto mixed = c->BatchGet({"only-there", keys[0]});
+  const auto took = Steady::now() - asked;
+  ASSERT_FALSE(mixed[0].ok());
+  EXPECT_EQ(mixed[0].status().code(), ErrorCode::RPC_TIMEOUT) << mixed[0].status().ToString();
+  ASSERT_TRUE(mixed[1].ok()) << mixed[1].status().ToString();
+  EXPECT_TRUE(*mixed[1] == ObjectBytes(keys[0], 1, sizes[0]));
+  EXPECT_LT(took, seconds(12)) << "a key with no other replica outlived its data deadline";
+  pool.node(0).Resume();
+}
+
 // A bit flipped in a node's DRAM: with verify_checksum, the key that has no other replica reports
 // CHECKSUM_MISMATCH, a key with a second replica reads back exact from it, and the rest of the
 // batch is untouched. Without verification the wrong bytes would be returned as data.
