@@ -736,7 +736,8 @@ def main():
     p.add_argument("--tls", action="store_true", help="TLS on every connection (openssl certs)")
     p.add_argument("--keep_logs", default="", help="copy the run's logs into this directory")
     p.add_argument("--rpc_timeout_ms", type=int, default=2000)
-    p.add_argument("--transfer_timeout_ms", type=int, default=5000)
+    p.add_argument("--transfer_timeout_ms", type=int, default=None,
+                   help="engines' data deadline (default 5000; scale: 30000, the client default)")
     p.add_argument("--page_size", type=int, default=None,
                    help="bytes per page (smoke 256 KiB, chaos 64 KiB, scale 1 MiB)")
     p.add_argument("--batch", type=int, default=None,
@@ -751,7 +752,9 @@ def main():
     p.add_argument("--hold_s", type=float, default=3600)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--minutes", type=float, default=2.0)
-    p.add_argument("--engines", type=int, default=2)
+    p.add_argument("--engines", type=int, default=None,
+                   help="chaos: engines (2); scale: engine hosts per run (default: the node "
+                        "count clamped to 2..8)")
     p.add_argument("--out", default="", help="write the JSON report/results (plot: the PNG) here")
     p.add_argument("--masters", type=int, default=3, help="chaos: 1 or 3 (3: with 3 etcd)")
     p.add_argument("--rate", type=float, default=3.0, help="chaos: batches per second per engine")
@@ -778,6 +781,8 @@ def main():
          "stale-write": (1 << 20, 8)}
     page, batch = d.get(args.command, (256 << 10, 32))
     args.page_size = args.page_size or page
+    if args.transfer_timeout_ms is None:
+        args.transfer_timeout_ms = 30000 if args.command == "scale" else 5000
     args.batch = args.batch or batch
     if not os.access(os.path.join(args.build, "src", "tools", "kvpool"), os.X_OK):
         print(f"fleet: no kvpool binary in {args.build}/src/tools (build first)", file=sys.stderr)
@@ -886,7 +891,7 @@ class Placement(threading.Thread):
 
 def scenario_chaos(args):
     rng = random.Random(args.seed)
-    nm, ne = args.masters, args.engines
+    nm, ne = args.masters, args.engines or 2
     nn = int(args.nodes or 4)
     rpc_ms, xfer_ms = args.rpc_timeout_ms, args.transfer_timeout_ms
     budget = args.minutes * 60
@@ -1241,17 +1246,27 @@ def scenario_stale_write(args):
 # ---------------------------------------------------------------------------------------------
 # scale
 
+def machine_busy():
+    """(CPU-seconds the whole machine was busy, softirq included, since boot; monotonic now)."""
+    with open("/proc/stat") as fh:
+        v = [int(x) for x in fh.readline().split()[1:]]
+    idle = v[3] + v[4]
+    return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK"), time.monotonic()
+
+
 def scenario_scale(args):
+    link_bits = rate_bits(args.link) if args.link != "none" else 0
     counts = [int(x) for x in (args.nodes or "1,2,4,8,16").split(",")]
     results = {"link": args.link, "page_size": args.page_size, "batch": args.batch,
                "engines": args.engines, "seconds": args.seconds, "runs": []}
     for n in counts:
+        n_eng = args.engines or min(8, max(2, n))
         with Fleet(args) as f:
             m = f.add_host("m0", 0)
             nodes = [f.add_host(f"n{i}", 30 + i) for i in range(n)]
             saved = f.args.link
             f.args.link = args.engine_link
-            eng_hosts = [f.add_host(f"e{i}", 100 + i) for i in range(args.engines)]
+            eng_hosts = [f.add_host(f"e{i}", 100 + i) for i in range(n_eng)]
             f.args.link = saved
             f.start_master(m)
             maddr = f"{m.addr}:{MASTER_PORT}"
@@ -1272,9 +1287,9 @@ def scenario_scale(args):
                 if not line:
                     raise RuntimeError(f"engine did not start: {tail(p.logpath)}")
             node_names = [f"node-{h.name}" for h in nodes]
-            eng_names = [f"e{i}" for i in range(args.engines)]
+            eng_names = [f"e{i}" for i in range(n_eng)]
             cpu0 = (f.proc_cpu_seconds(node_names), f.proc_cpu_seconds(eng_names),
-                    f.proc_cpu_seconds(["master-m0"]))
+                    f.proc_cpu_seconds(["master-m0"]), machine_busy())
             for p in procs:
                 p.p.stdin.write(b"go\n")
                 p.p.stdin.flush()
@@ -1287,11 +1302,11 @@ def scenario_scale(args):
                         raise RuntimeError(f"engine died: {tail(p.logpath)}")
                     phases[ph].append(json.loads(line))
                 cpu[ph] = (f.proc_cpu_seconds(node_names), f.proc_cpu_seconds(eng_names),
-                           f.proc_cpu_seconds(["master-m0"]))
+                           f.proc_cpu_seconds(["master-m0"]), machine_busy())
             records = []
-            for i in range(args.engines):
+            for i in range(n_eng):
                 records.extend(read_jsonl(os.path.join(f.dir, "logs", f"e{i}.jsonl")))
-        row = {"nodes": n}
+        row = {"nodes": n, "engines": n_eng}
         prev = cpu0
         for ph in ("put", "get"):
             recs = [r for r in records if r.get("op") == ph]
@@ -1307,6 +1322,9 @@ def scenario_scale(args):
                 row[f"{ph}_node_cpu_s_per_GB"] = round((cpu[ph][0] - prev[0]) / gb, 3)
                 row[f"{ph}_engine_cpu_s_per_GB"] = round((cpu[ph][1] - prev[1]) / gb, 3)
                 row[f"{ph}_master_cpu_s_per_GB"] = round((cpu[ph][2] - prev[2]) / gb, 3)
+            busy, wall = cpu[ph][3][0] - prev[3][0], cpu[ph][3][1] - prev[3][1]
+            row[f"{ph}_machine_busy_cores"] = round(busy / wall, 2) if wall else None
+            row[f"{ph}_of_link"] = round(row[f"{ph}_GBps"] * 8e9 / (n * link_bits), 3)
             prev = cpu[ph]
         row["wrong_bytes"] = sum(r.get("wrong_bytes", 0) for r in records)
         results["runs"].append(row)
@@ -1317,13 +1335,16 @@ def scenario_scale(args):
             one = base[f"{ph}_GBps"] / base["nodes"] if base[f"{ph}_GBps"] else 0
             row[f"{ph}_efficiency"] = round(row[f"{ph}_GBps"] / (row["nodes"] * one), 3) \
                 if one else None
-    print(f"fleet scale: link {args.link} per node host, engines {args.engines} "
+    print(f"fleet scale: link {args.link} per node host, engines {args.engines or 'clamp(nodes, 2, 8)'} "
           f"(links {args.engine_link}), pages {args.page_size} B x {args.batch}")
-    print("  nodes  put GB/s  eff   get GB/s  eff   node CPU-s/GB put/get  wrong")
+    print("  nodes  put GB/s  eff  of-link  get GB/s  eff  of-link  node CPU-s/GB put/get  "
+          "busy cores put/get  wrong")
     for r in results["runs"]:
         print(f"  {r['nodes']:5}  {r['put_GBps']:8.3f}  {r['put_efficiency']:4}  "
-              f"{r['get_GBps']:8.3f}  {r['get_efficiency']:4}  "
+              f"{r.get('put_of_link')}  {r['get_GBps']:8.3f}  {r['get_efficiency']:4}  "
+              f"{r.get('get_of_link')}  "
               f"{r.get('put_node_cpu_s_per_GB')}/{r.get('get_node_cpu_s_per_GB')}  "
+              f"{r.get('put_machine_busy_cores')}/{r.get('get_machine_busy_cores')}  "
               f"{r['wrong_bytes']}")
     if args.out:
         with open(args.out, "w") as fh:
