@@ -193,7 +193,10 @@ std::vector<Result<uint64_t>> ClientImpl::GetBatch(const std::vector<std::string
   const std::string lease_lost = sent.empty() ? std::string() : LeaseLost(*located, asked, limit);
   // The transfer is over (every attempt returned): the lease may end. Queued, not sent: the
   // next request carries it, or the lease flusher sends it (no round trip here).
-  if (!sent.empty()) master_->ReleaseLease(located->lease_id());
+  if (!sent.empty()) {
+    master_->ReleaseLease(located->lease_id());
+    for (uint64_t more : located->more_lease_ids()) master_->ReleaseLease(more);
+  }
   for (size_t i = 0; i < keys.size(); ++i) {
     if (status[i].ok() && !lease_lost.empty()) {
       status[i] = Status(ErrorCode::LEASE_EXPIRED, fmt::format("key={}: {}", keys[i], lease_lost));

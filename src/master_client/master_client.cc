@@ -517,6 +517,15 @@ Result<rpc::GetReplicaListReply> MasterClient::GetReplicaList(std::span<const st
     if (part.ok()) {
       all.set_lease_ttl_ms(leased ? std::min(all.lease_ttl_ms(), part->lease_ttl_ms())
                                   : part->lease_ttl_ms());
+      if (!leased) {
+        // The first chunk's registration check stands for all: they were granted together.
+        all.set_lease_id(part->lease_id());
+        all.set_client_handle(part->client_handle());
+        all.set_client_ttl_ms(part->client_ttl_ms());
+        all.set_leader_epoch(part->leader_epoch());
+      } else if (part->lease_id() != 0) {
+        all.add_more_lease_ids(part->lease_id());
+      }
       leased = true;
     }
   }
