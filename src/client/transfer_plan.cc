@@ -13,7 +13,10 @@ Status TransferPlan::Add(size_t object, const rpc::Replica& replica,
   if (it == segments_.end()) {
     auto ep = rpc::ParseEndpoint(replica.endpoint(), 0, "replica endpoint");
     if (!ep.ok()) return Status(ErrorCode::INVALID_REPLICA, ep.status().message());
-    it = segments_.emplace(std::move(id), SegmentMoves{*ep, replica.segment_incarnation()}).first;
+    SegmentMoves moves;
+    moves.endpoint = *ep;
+    moves.incarnation = replica.segment_incarnation();
+    it = segments_.emplace(std::move(id), std::move(moves)).first;
   }
   SegmentMoves& m = it->second;
   rpc::Range r;

@@ -58,12 +58,12 @@ void HaService::Stamp(uint16_t method, uint64_t epoch, const HaView& view, rpc::
   }
 }
 
-template <typename Inner>
-asio::awaitable<rpc::Reply> HaService::Guard(const rpc::FrameHeader& header, Inner inner) {
+asio::awaitable<rpc::Reply> HaService::Guard(const rpc::FrameHeader& header,
+                                             asio::awaitable<rpc::Reply> inner) {
   const uint16_t method = header.base_method();
   if (Status st = election_->Admit(method); !st.ok()) co_return rpc::Reply::Error(st);
   const uint64_t epoch = election_->serving_epoch();
-  rpc::Reply reply = co_await inner();
+  rpc::Reply reply = co_await std::move(inner);
   // Paused (or cut off) while answering: what was decided may already belong to a new leader.
   if (Status st = election_->Admit(method); !st.ok() && st.code() == ErrorCode::NOT_LEADER) {
     co_return rpc::Reply::Error(st);
@@ -74,15 +74,14 @@ asio::awaitable<rpc::Reply> HaService::Guard(const rpc::FrameHeader& header, Inn
 
 asio::awaitable<rpc::Reply> HaService::Handle(const rpc::FrameHeader& header, std::string_view meta,
                                               rpc::PayloadReader& payload) {
-  co_return co_await Guard(header, [&]() { return inner_->Handle(header, meta, payload); });
+  co_return co_await Guard(header, inner_->Handle(header, meta, payload));
 }
 
 asio::awaitable<rpc::Reply> HaService::HandleFrom(const rpc::ConnectionContext& context,
                                                   const rpc::FrameHeader& header,
                                                   std::string_view meta,
                                                   rpc::PayloadReader& payload) {
-  co_return co_await Guard(header,
-                           [&]() { return inner_->HandleFrom(context, header, meta, payload); });
+  co_return co_await Guard(header, inner_->HandleFrom(context, header, meta, payload));
 }
 
 }  // namespace kvpool::master

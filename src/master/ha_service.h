@@ -33,9 +33,10 @@ class HaService : public rpc::Service {
   static void Stamp(uint16_t method, uint64_t epoch, const HaView& view, rpc::Reply& reply);
 
  private:
-  // Checks before and after `inner`'s answer.
-  template <typename Inner>
-  asio::awaitable<rpc::Reply> Guard(const rpc::FrameHeader& header, Inner inner);
+  // Checks before and after `inner`'s answer. `inner` has not started (asio's awaitables start
+  // when awaited): a request refused up front never runs it.
+  asio::awaitable<rpc::Reply> Guard(const rpc::FrameHeader& header,
+                                    asio::awaitable<rpc::Reply> inner);
 
   MasterService* const inner_;
   const LeaderElection* const election_;

@@ -246,7 +246,9 @@ asio::awaitable<rpc::Reply> MasterService::HandleFrom(const rpc::ConnectionConte
                                                       const rpc::FrameHeader& header,
                                                       std::string_view meta,
                                                       rpc::PayloadReader& payload) {
-  Caller caller{context.tenant_id, context.privileged};
+  Caller caller;
+  caller.tenant = context.tenant_id;
+  caller.privileged = context.privileged;
   if (!context.from_loopback) caller.network_peer = context.peer;
   co_return co_await Answer(header, meta, payload, caller);
 }

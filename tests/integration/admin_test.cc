@@ -187,7 +187,7 @@ TEST_F(AdminTest, StandaloneBatchCostsOneMasterRequestPerPhase) {
     ASSERT_TRUE(got[i].ok()) << got[i].status().ToString();
     EXPECT_EQ(std::memcmp(dst[i], src[i], kSize), 0) << keys[i];
   }
-  c.Close();
+  (void)c.Close();
   (void)alloc.Free(base);
 }
 

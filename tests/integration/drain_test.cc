@@ -64,7 +64,9 @@ TEST(DrainTest, DrainCopyMovesSoleReplicasBeforeTheNodeLeaves) {
   auto stat = client->Stat();
   ASSERT_TRUE(stat.ok());
   for (const auto& seg : stat->segments) {
-    if (seg.name == pool.node_segment(0)) EXPECT_EQ(seg.object_count, keys.size());
+    if (seg.name == pool.node_segment(0)) {
+      EXPECT_EQ(seg.object_count, keys.size());
+    }
   }
 
   pool.node(0).Signal(SIGTERM);

@@ -96,7 +96,9 @@ TEST(LeaseTest, AReadersOwnUpsertAfterItsGetIsNeverRefusedByThatGet) {
       ++refused;
       ADD_FAILURE() << "round " << i << ": " << st.ToString();
     }
-    if (i % 4 == 3) ASSERT_TRUE(c->PutFrom("u/0", out.data(), kSize).ok());
+    if (i % 4 == 3) {
+      ASSERT_TRUE(c->PutFrom("u/0", out.data(), kSize).ok());
+    }
   }
   EXPECT_EQ(refused, 0);
 }
@@ -298,7 +300,9 @@ TEST(LeaseTest, AFullPoolKeepsTakingWritesWhileServingRecentReads) {
   const double reads = std::stod(m[6]), exact = std::stod(m[7]);
   EXPECT_EQ(m[9], "0") << r.output;
   EXPECT_EQ(m[5], "0") << r.output;
-  if (after_fill > 0) EXPECT_LE(refused / after_fill, 0.01) << r.output;
+  if (after_fill > 0) {
+    EXPECT_LE(refused / after_fill, 0.01) << r.output;
+  }
   EXPECT_GE(exact / reads, 0.99) << r.output;
 }
 
