@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <linux/sockios.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -10,6 +11,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -87,6 +89,12 @@ Result<int> ConnectSocket(const Endpoint& ep, Deadline deadline) {
   }
   freeaddrinfo(res);
   return last;
+}
+
+// Bytes sent on `fd` that the peer has not acknowledged yet (SIOCOUTQ), or -1.
+int UnackedBytes(int fd) {
+  int n = 0;
+  return ::ioctl(fd, SIOCOUTQ, &n) == 0 ? n : -1;
 }
 
 size_t TotalLength(std::span<const iovec> iov) {
@@ -240,10 +248,19 @@ Status Connection::WaitToRead(Deadline deadline) {
 
 Status Connection::WaitReady(short events, Deadline deadline) {
   if (stall_ <= Clock::duration::zero()) return WaitFd(fd_, events, deadline, endpoint_);
-  const Deadline patience = Clock::now() + stall_;
-  if (patience >= deadline) return WaitFd(fd_, events, deadline, endpoint_);
-  Status st = WaitFd(fd_, events, patience, endpoint_);
-  if (st.code() != ErrorCode::RPC_TIMEOUT) return st;
+  // Progress is the socket becoming ready, or the peer acknowledging bytes we sent: on a slow
+  // or shared link the send queue drains for seconds before it has room again (or before the
+  // reply comes), while a partitioned or stopped peer acknowledges nothing.
+  int unacked = UnackedBytes(fd_);
+  for (;;) {
+    const Deadline patience = Clock::now() + stall_;
+    if (patience >= deadline) return WaitFd(fd_, events, deadline, endpoint_);
+    Status st = WaitFd(fd_, events, patience, endpoint_);
+    if (st.code() != ErrorCode::RPC_TIMEOUT) return st;
+    const int now_unacked = UnackedBytes(fd_);
+    if (now_unacked < 0 || now_unacked == unacked) break;
+    unacked = now_unacked;
+  }
   return Status(
       ErrorCode::RPC_TIMEOUT,
       fmt::format("{} made no progress for {} ms (a silent peer: partitioned, or its "
