@@ -143,6 +143,17 @@ void MasterCore::FreeReplicas(const Object& o) {
   for (const ReplicaRef& r : o.replicas()) registry_.Free(r, o.size);
 }
 
+void MasterCore::FreeReplicasAfterReaders(const Object& o, int64_t now_ns) {
+  if (!o.leased(now_ns)) {
+    FreeReplicas(o);
+    return;
+  }
+  // A reader granted a lease may still be copying these bytes: the space is handed out again
+  // only when the lease ends (a transfer past it fails LEASE_EXPIRED in the reader), so the
+  // reader sees the object's bytes, never the next object's (docs/architecture.md "Read leases").
+  for (const ReplicaRef& r : o.replicas()) registry_.FreeLater(r, o.size, o.lease_until_ns());
+}
+
 Result<rpc::PutStartReply> MasterCore::PutStart(const rpc::PutStart& req, TimePoint now) {
   if (req.client_id().empty()) {
     return Status(ErrorCode::INVALID_PARAMS, "put start: client_id is empty");
@@ -685,7 +696,7 @@ ErrorCode MasterCore::RemoveOne(std::string_view key, bool force, int64_t now_ns
     *msg = fmt::format("key={} is leased by a reader; retry later or use force", key);
     return ErrorCode::OBJECT_HAS_LEASE;
   }
-  FreeReplicas(*obj);
+  FreeReplicasAfterReaders(*obj, now_ns);
   shard->Erase(obj);
   return ErrorCode::OK;
 }
@@ -699,7 +710,7 @@ rpc::RemoveAllReply MasterCore::RemoveAll(const rpc::RemoveAll& req, TimePoint n
     removed += shard->EraseIf([&](Object& o) {
       if (TenantOf(o.key()) != tenant) return false;
       if (o.pending() || (o.leased(now_ns) && !req.force())) return false;
-      FreeReplicas(o);
+      FreeReplicasAfterReaders(o, now_ns);
       return true;
     });
   }

@@ -203,7 +203,28 @@ TEST_F(CoreTest, LeasesBlockRemovalUntilTheyEnd) {
   PutComplete("w", "k", 100);
   EXPECT_EQ(Get1("k", At(1)).code(), 0);
   EXPECT_EQ(Remove1("k", At(2), /*force=*/true), ErrorCode::OK);
+  EXPECT_EQ(Code(Get1("k", At(2)).code()), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(Used(), 128u);  // the reader may still be copying: freed when its lease ends
+  Ping("node1", At(10.5));
+  core_.Housekeeping(At(11));
   EXPECT_EQ(Used(), 0u);
+}
+
+// Issue 30: a forced remove under a reader's lease must not hand the object's space to the next
+// put while the reader may still copy from it (it would read the new object's bytes and report
+// the old object's size).
+TEST_F(CoreTest, ForcedRemoveKeepsALeasedObjectsSpaceUntilTheLeaseEnds) {
+  Mount("node1", "n1", /*size=*/128);  // room for exactly one object
+  PutComplete("w", "old", 100);
+  rpc::ObjectLocation read = Get1("old", At(1));  // leased until At(11)
+  ASSERT_EQ(read.code(), 0);
+  EXPECT_EQ(Remove1("old", At(2), /*force=*/true), ErrorCode::OK);
+  EXPECT_EQ(Code(Put1("w", "new", 100, At(3)).code()), ErrorCode::NO_AVAILABLE_HANDLE);
+  Ping("node1", At(10.5));
+  core_.Housekeeping(At(11));
+  auto placed = Put1("w", "new", 100, At(11));
+  ASSERT_EQ(placed.code(), 0);
+  EXPECT_EQ(placed.replicas(0).offset(), read.replicas(0).offset());
 }
 
 TEST_F(CoreTest, RemoveErrors) {
@@ -227,6 +248,9 @@ TEST_F(CoreTest, RemoveAllSkipsLeasedUnlessForcedAndNeverPending) {
   force.set_force(true);
   EXPECT_EQ(core_.RemoveAll(force, At(2)).removed(), 1u);
   EXPECT_EQ(core_.Stat().object_count(), 1u);
+  EXPECT_EQ(Used(), 256u);  // the leased one's space waits for its reader (until At(11))
+  Ping("node1", At(10.5));
+  core_.Housekeeping(At(11));
   EXPECT_EQ(Used(), 128u);
 }
 
