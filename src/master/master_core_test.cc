@@ -227,6 +227,36 @@ TEST_F(CoreTest, ForcedRemoveKeepsALeasedObjectsSpaceUntilTheLeaseEnds) {
   EXPECT_EQ(placed.replicas(0).offset(), read.replicas(0).offset());
 }
 
+// Issue 30: a writer that could not reach a segment's host reports it in PUT_END; the master
+// places nothing there until the segment's owner pings again. A put may exclude segments.
+TEST_F(CoreTest, UnreachableSegmentTakesNoReplicasUntilItsOwnerPings) {
+  Mount("node1", "n1");
+  Mount("node2", "n2");
+  rpc::PutEnd report;
+  report.set_client_id("w");
+  report.add_unreachable_segments("n1");
+  report.add_unreachable_segments("not-mounted");
+  ASSERT_TRUE(core_.PutEnd(report, kT0).ok());
+  rpc::ReplicateConfig prefer_n1;
+  prefer_n1.add_preferred_segments("n1");
+  for (int i = 0; i < 8; ++i) {
+    auto r = Put1("w", "k" + std::to_string(i), 100, kT0, false, prefer_n1);
+    ASSERT_EQ(r.code(), 0) << r.message();
+    EXPECT_EQ(r.replicas(0).segment_name(), "n2");
+  }
+  Ping("node2", At(1));  // another host's ping changes nothing
+  EXPECT_EQ(Put1("w", "after-n2-ping", 100, At(1), false, prefer_n1).replicas(0).segment_name(),
+            "n2");
+  Ping("node1", At(1));
+  EXPECT_EQ(Put1("w", "after-ping", 100, At(1), false, prefer_n1).replicas(0).segment_name(), "n1");
+  rpc::ReplicateConfig exclude_n1 = prefer_n1;
+  exclude_n1.add_excluded_segments("n1");
+  EXPECT_EQ(Put1("w", "excluded", 100, At(1), false, exclude_n1).replicas(0).segment_name(), "n2");
+  exclude_n1.add_excluded_segments("n2");
+  EXPECT_EQ(Code(Put1("w", "nowhere", 100, At(1), false, exclude_n1).code()),
+            ErrorCode::NO_AVAILABLE_HANDLE);
+}
+
 TEST_F(CoreTest, RemoveErrors) {
   Mount("node1", "n1");
   ASSERT_EQ(Put1("w", "pending", 100).code(), 0);
