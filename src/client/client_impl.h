@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -121,12 +122,22 @@ class ClientImpl : public HostedClient {
   std::vector<Status> PutBatch(const std::vector<std::string>& keys,
                                const std::vector<Buffers>& sources, const ReplicateConfig& config,
                                bool upsert, Deadline limit);
-  // One PUT_START, WRITE, PUT_END pass of PutBatch. Adds to *waiting the indices of keys
-  // refused because the pool's room is held by objects whose copy to a disk tier is pending
-  // (PutStartResult.offload_pending); their results are that NO_AVAILABLE_HANDLE.
+  // What one pass of PutBatch leaves to do.
+  struct PutRetries {
+    // Keys refused because the pool's room is held by objects whose copy to a disk tier is
+    // pending (PutStartResult.offload_pending); their results are that NO_AVAILABLE_HANDLE.
+    std::vector<size_t> waiting;
+    // Keys whose write failed because a replica's host did not answer (RPC_FAIL, RPC_TIMEOUT:
+    // dead or hung); revoked, their results are that error. Placed again elsewhere.
+    std::vector<size_t> replace;
+  };
+  // One PUT_START, WRITE, PUT_END pass of PutBatch, placing no replica on a segment named in
+  // *unreachable; adds to it the segments whose hosts did not answer (and tells the master in
+  // PUT_END, which then stops placing there until the host pings again).
   std::vector<Status> PutPass(const std::vector<std::string>& keys,
                               const std::vector<Buffers>& sources, const ReplicateConfig& config,
-                              bool upsert, Deadline limit, std::vector<size_t>* waiting);
+                              bool upsert, Deadline limit, std::set<std::string>* unreachable,
+                              PutRetries* retries);
   // get_path.cc
   // Keys whose `pre` status is not OK are skipped (their result is that status). Each key is
   // read from its nearest replica and, when that read fails (or its checksum does not match,

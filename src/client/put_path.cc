@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <set>
 #include <thread>
 
 #include "client/client_impl.h"
@@ -24,30 +25,53 @@ std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
                                          const std::vector<Buffers>& sources,
                                          const ReplicateConfig& config, bool upsert,
                                          Deadline limit) {
-  // Keys refused while the pool's room is held by objects on their way to a disk tier are put
-  // again in passes of their own, backing off from 1 to 10 ms, until rpc_timeout (or `limit`):
-  // each pass writes what found room at once, so the disk keeps busy and puts into a pool full
-  // of such objects run at its speed instead of failing. Refused at the end: NO_AVAILABLE_HANDLE.
+  // Two kinds of keys are put again in passes of their own, until rpc_timeout (or `limit`):
+  // - keys whose replica's host did not answer (a dead or hung segment host: RPC_FAIL,
+  //   RPC_TIMEOUT) are placed again at once on other segments (the failed ones excluded; the
+  //   master, told in PUT_END, skips them for every writer until their host pings again), at
+  //   most kMaxReplacements times;
+  // - keys refused while the pool's room is held by objects on their way to a disk tier, backing
+  //   off from 1 to 10 ms: each pass writes what found room at once, so the disk keeps busy and
+  //   puts into a pool full of such objects run at its speed instead of failing. Refused at the
+  //   end: NO_AVAILABLE_HANDLE.
+  constexpr int kMaxReplacements = 3;
   constexpr Clock::duration kMaxDelay = std::chrono::milliseconds(10);
   const Deadline until = RpcDeadline(limit);
-  std::vector<size_t> waiting;
-  std::vector<Status> results = PutPass(keys, sources, config, upsert, limit, &waiting);
+  std::set<std::string> unreachable;
+  PutRetries retries;
+  std::vector<Status> results =
+      PutPass(keys, sources, config, upsert, limit, &unreachable, &retries);
+  // Puts the keys `subset` (indices into keys) again; returns their own retries, as indices
+  // into keys.
+  auto again = [&](const std::vector<size_t>& subset) {
+    std::vector<std::string> again_keys;
+    std::vector<Buffers> again_sources;
+    for (size_t i : subset) {
+      again_keys.push_back(keys[i]);
+      again_sources.push_back(sources[i]);
+    }
+    PutRetries more;
+    std::vector<Status> r = PutPass(again_keys, again_sources, ConfigForKeys(config, subset),
+                                    upsert, limit, &unreachable, &more);
+    for (size_t k = 0; k < subset.size(); ++k) results[subset[k]] = std::move(r[k]);
+    for (size_t& k : more.waiting) k = subset[k];
+    for (size_t& k : more.replace) k = subset[k];
+    return more;
+  };
+  for (int round = 0; round < kMaxReplacements && !retries.replace.empty() && Clock::now() < until;
+       ++round) {
+    spdlog::debug("{} keys of the batch hit an unreachable segment host; placing them again",
+                  retries.replace.size());
+    PutRetries more = again(retries.replace);
+    retries.replace = std::move(more.replace);
+    retries.waiting.insert(retries.waiting.end(), more.waiting.begin(), more.waiting.end());
+  }
+  std::vector<size_t> waiting = std::move(retries.waiting);
   Clock::duration delay = std::chrono::milliseconds(1);
   while (!waiting.empty() && Clock::now() + delay < until) {
     std::this_thread::sleep_for(delay);
     delay = std::min(delay * 2, kMaxDelay);
-    std::vector<std::string> again_keys;
-    std::vector<Buffers> again_sources;
-    for (size_t i : waiting) {
-      again_keys.push_back(keys[i]);
-      again_sources.push_back(sources[i]);
-    }
-    std::vector<size_t> still;
-    std::vector<Status> again =
-        PutPass(again_keys, again_sources, ConfigForKeys(config, waiting), upsert, limit, &still);
-    for (size_t k = 0; k < waiting.size(); ++k) results[waiting[k]] = std::move(again[k]);
-    for (size_t& k : still) k = waiting[k];
-    waiting = std::move(still);
+    waiting = again(waiting).waiting;  // a key that now hits a dead host keeps that error
   }
   return results;
 }
@@ -55,7 +79,7 @@ std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
 std::vector<Status> ClientImpl::PutPass(const std::vector<std::string>& keys,
                                         const std::vector<Buffers>& sources,
                                         const ReplicateConfig& config, bool upsert, Deadline limit,
-                                        std::vector<size_t>* waiting) {
+                                        std::set<std::string>* unreachable, PutRetries* retries) {
   std::vector<Status> results(keys.size());
   if (Status st = CheckOpen(); !st.ok()) return std::vector<Status>(keys.size(), st);
   if (config.replica_num == 0) {
@@ -79,8 +103,10 @@ std::vector<Status> ClientImpl::PutPass(const std::vector<std::string>& keys,
   }
   if (sent.empty()) return results;
 
-  auto started = master_->PutStart(items, ToProto(ConfigForKeys(config, sent)), upsert,
-                                   RpcDeadline(limit), options_.local_hostname);
+  rpc::ReplicateConfig placement = ToProto(ConfigForKeys(config, sent));
+  for (const std::string& segment : *unreachable) placement.add_excluded_segments(segment);
+  auto started =
+      master_->PutStart(items, placement, upsert, RpcDeadline(limit), options_.local_hostname);
   if (started.ok() && started->results_size() != static_cast<int>(sent.size())) {
     started = Status(ErrorCode::INTERNAL_ERROR, "master answered PUT_START for another batch");
   }
@@ -93,15 +119,17 @@ std::vector<Status> ClientImpl::PutPass(const std::vector<std::string>& keys,
   // A silent node fails its writes in seconds, not the whole transfer_timeout (failure-model.md).
   plan.set_stall_timeout(3 * options_.silent_peer_timeout);
   std::vector<size_t> written;  // objects with replicas to write
+  std::vector<const rpc::PutStartResult*> placed_on(keys.size(), nullptr);
   for (size_t k = 0; k < sent.size(); ++k) {
     size_t i = sent[k];
     const rpc::PutStartResult& r = started->results(static_cast<int>(k));
     if (r.code() != 0 || r.already_exists()) {
       results[i] = FromCode(r.code(), r.message());
-      if (r.offload_pending()) waiting->push_back(i);
+      if (r.offload_pending()) retries->waiting.push_back(i);
       continue;
     }
     written.push_back(i);
+    placed_on[i] = &r;
     for (const auto& replica : r.replicas()) {
       if (replica.length() != TotalLength(sources[i])) {
         results[i] = Status(ErrorCode::INVALID_REPLICA,
@@ -117,6 +145,22 @@ std::vector<Status> ClientImpl::PutPass(const std::vector<std::string>& keys,
            [this](const std::string& s) -> transfer::Transport& { return TransportFor(s); },
            TransferDeadline(limit), results, &checksums);
 
+  // Segments whose host did not answer: reported to the master, avoided by the next passes.
+  std::vector<std::string> silent;
+  for (const auto& [segment, st] : plan.failed_segments()) {
+    if (PeerHealth::MeansSilent(st.code()) && unreachable->insert(segment).second) {
+      spdlog::warn("segment={} did not answer a put's write, placing its keys elsewhere: error={}",
+                   segment, st.ToString());
+      silent.push_back(segment);
+    }
+  }
+  auto hit_unreachable = [&](size_t i) {
+    if (!PeerHealth::MeansSilent(results[i].code())) return false;
+    for (const rpc::Replica& r : placed_on[i]->replicas()) {
+      if (unreachable->contains(r.segment_name())) return true;
+    }
+    return false;
+  };
   std::vector<std::string> commit_keys, revoke_keys;
   std::vector<uint64_t> commit_checksums;  // recorded by the master, checked by readers
   std::vector<size_t> committed;
@@ -127,11 +171,16 @@ std::vector<Status> ClientImpl::PutPass(const std::vector<std::string>& keys,
       committed.push_back(i);
     } else {
       revoke_keys.push_back(keys[i]);
+      if (hit_unreachable(i)) retries->replace.push_back(i);
       spdlog::debug("key={} put failed, revoking: error={}", keys[i], results[i].ToString());
     }
   }
-  auto ended = master_->PutEnd(commit_keys, commit_checksums, revoke_keys, RpcDeadline(limit));
+  auto ended =
+      master_->PutEnd(commit_keys, commit_checksums, revoke_keys, RpcDeadline(limit), silent);
   if (!ended.ok()) {
+    // The revokes may not have happened either: the master reclaims those reservations when the
+    // put ages out; until then a new put of such a key would find it pending, so none is made.
+    retries->replace.clear();
     // Not committed: invisible to readers; the master reclaims the reservations.
     for (size_t i : committed) results[i] = ended.status();
     return results;

@@ -114,8 +114,10 @@ class TransferPlan {
     }
     // An object with replicas in several segments appears in several parts: merged here, on
     // one thread, keeping its first failure.
+    failed_.clear();
     for (size_t p = 0; p < parts.size(); ++p) {
       if (part_status[p].ok()) continue;
+      failed_.try_emplace(*parts[p].segment_name, part_status[p]);
       for (size_t r = parts[p].first; r < parts[p].last; ++r) {
         Status& st = per_object[parts[p].moves->objects[r]];
         if (st.ok()) st = part_status[p];
@@ -124,6 +126,8 @@ class TransferPlan {
   }
 
   bool empty() const { return segments_.empty(); }
+  // The segments whose moves failed in the last Run, each with its first failure.
+  const std::map<std::string, Status>& failed_segments() const { return failed_; }
   // Moves of later Runs give up on a peer that makes no progress this long
   // (transfer::SegmentRanges::stall_timeout); zero (the default): only the deadline bounds them.
   void set_stall_timeout(Clock::duration stall) { stall_ = stall; }
@@ -143,6 +147,7 @@ class TransferPlan {
   // By segment name and incarnation: replicas of two incarnations of one name (a location
   // from before a host restarted beside one from after) go in separate requests.
   std::map<std::pair<std::string, uint64_t>, SegmentMoves> segments_;
+  std::map<std::string, Status> failed_;  // see failed_segments()
 };
 
 // The first `length` bytes of `buffers` as iovecs (buffers must hold at least that many).

@@ -52,8 +52,9 @@ struct MasterCore::PutContext {
   std::vector<std::string_view> preferred;
   std::string_view client_host;
   bool prefer_same_host;
-  int64_t soft_pin_ttl_ns;  // 0: a soft pin never lapses
-  bool keep_soft_pin;       // upsert: the replaced object's soft pin carries over
+  int64_t soft_pin_ttl_ns;         // 0: a soft pin never lapses
+  bool keep_soft_pin;              // upsert: the replaced object's soft pin carries over
+  std::vector<uint64_t> excluded;  // ReplicateConfig.excluded_segments, as ids
 };
 
 // What an upsert takes over from the object it replaces (Mooncake's semantics): its hard pin
@@ -78,6 +79,10 @@ Result<rpc::PingReply> MasterCore::Ping(const rpc::Ping& req, TimePoint now) {
   if (req.client_id().empty()) return Status(ErrorCode::INVALID_PARAMS, "ping: client_id is empty");
   auto t = clients_.Touch(req.client_id(), now, /*make_known=*/true);
   if (!t.was_known) spdlog::info("client={} registered", req.client_id());
+  if (size_t n = registry_.ClearSuspect(t.handle); n > 0) {
+    spdlog::info("client={} pinged: its {} segment(s) reported unreachable take replicas again",
+                 req.client_id(), n);
+  }
   rpc::PingReply reply;
   reply.set_master_epoch(epoch_);
   reply.set_client_known(t.was_known);
@@ -143,6 +148,17 @@ void MasterCore::FreeReplicas(const Object& o) {
   for (const ReplicaRef& r : o.replicas()) registry_.Free(r, o.size);
 }
 
+void MasterCore::FreeReplicasAfterReaders(const Object& o, int64_t now_ns) {
+  if (!o.leased(now_ns)) {
+    FreeReplicas(o);
+    return;
+  }
+  // A reader granted a lease may still be copying these bytes: the space is handed out again
+  // only when the lease ends (a transfer past it fails LEASE_EXPIRED in the reader), so the
+  // reader sees the object's bytes, never the next object's (docs/architecture.md "Read leases").
+  for (const ReplicaRef& r : o.replicas()) registry_.FreeLater(r, o.size, o.lease_until_ns());
+}
+
 Result<rpc::PutStartReply> MasterCore::PutStart(const rpc::PutStart& req, TimePoint now) {
   if (req.client_id().empty()) {
     return Status(ErrorCode::INVALID_PARAMS, "put start: client_id is empty");
@@ -165,7 +181,9 @@ Result<rpc::PutStartReply> MasterCore::PutStart(const rpc::PutStart& req, TimePo
       req.client_host(),
       cfg.prefer_alloc_in_same_node(),
       static_cast<int64_t>(std::min<uint64_t>(cfg.soft_pin_ttl_ms(), kMaxSoftPinTtlMs)) * 1000000,
-      cfg.keep_soft_pin_on_upsert()};
+      cfg.keep_soft_pin_on_upsert(),
+      registry_.IdsOf(std::vector<std::string>(cfg.excluded_segments().begin(),
+                                               cfg.excluded_segments().end()))};
   KVPOOL_RETURN_IF_ERROR(ValidateGroupIds(req));
   rpc::PutStartReply reply;
   reply.mutable_results()->Reserve(req.items_size());
@@ -419,6 +437,7 @@ bool MasterCore::TryPlace(ObjectTable::Shard& shard, const rpc::PutItem& item,
   request.strategy = strategy_;
   request.client_host = ctx.client_host;
   request.prefer_same_host = ctx.prefer_same_host;
+  request.excluded = ctx.excluded;
   std::vector<Placement> placed = registry_.AllocateReplicas(item.size(), ctx.replica_num, request);
   if (placed.empty()) return false;
   std::vector<ReplicaRef> refs;
@@ -454,6 +473,14 @@ Result<rpc::CodesReply> MasterCore::PutEnd(const rpc::PutEnd& req, TimePoint now
   }
   uint32_t writer = clients_.Touch(req.client_id(), now, false).handle;
   int64_t now_ns = ToNanos(now);
+  for (const std::string& name : req.unreachable_segments()) {
+    if (registry_.MarkSuspect(name)) {
+      spdlog::warn(
+          "segment={} reported unreachable by client={}: no new replicas there until "
+          "its host pings again",
+          name, req.client_id());
+    }
+  }
   rpc::CodesReply reply;
   for (int i = 0; i < req.commit_keys_size(); ++i) {
     const std::string& key = req.commit_keys(i);
@@ -685,7 +712,7 @@ ErrorCode MasterCore::RemoveOne(std::string_view key, bool force, int64_t now_ns
     *msg = fmt::format("key={} is leased by a reader; retry later or use force", key);
     return ErrorCode::OBJECT_HAS_LEASE;
   }
-  FreeReplicas(*obj);
+  FreeReplicasAfterReaders(*obj, now_ns);
   shard->Erase(obj);
   return ErrorCode::OK;
 }
@@ -699,7 +726,7 @@ rpc::RemoveAllReply MasterCore::RemoveAll(const rpc::RemoveAll& req, TimePoint n
     removed += shard->EraseIf([&](Object& o) {
       if (TenantOf(o.key()) != tenant) return false;
       if (o.pending() || (o.leased(now_ns) && !req.force())) return false;
-      FreeReplicas(o);
+      FreeReplicasAfterReaders(o, now_ns);
       return true;
     });
   }

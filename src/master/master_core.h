@@ -313,6 +313,9 @@ class MasterCore {
   ErrorCode Revoke(std::string_view key, uint32_t writer, std::string* msg);
   ErrorCode RemoveOne(std::string_view key, bool force, int64_t now_ns, std::string* msg);
   void FreeReplicas(const Object& o);
+  // FreeReplicas, deferred to the end of the object's read leases while it has any (a forced
+  // remove): no reader still copying its bytes finds another object's bytes there.
+  void FreeReplicasAfterReaders(const Object& o, int64_t now_ns);
   // Ping: acknowledges the journals `req` names and adds what is left of them to `reply`.
   void AddJournals(const rpc::Ping& req, rpc::PingReply* reply);
   // Mount with an object list: stages the chunk, and on the last one rebuilds the objects and

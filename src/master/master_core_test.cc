@@ -203,7 +203,58 @@ TEST_F(CoreTest, LeasesBlockRemovalUntilTheyEnd) {
   PutComplete("w", "k", 100);
   EXPECT_EQ(Get1("k", At(1)).code(), 0);
   EXPECT_EQ(Remove1("k", At(2), /*force=*/true), ErrorCode::OK);
+  EXPECT_EQ(Code(Get1("k", At(2)).code()), ErrorCode::OBJECT_NOT_FOUND);
+  EXPECT_EQ(Used(), 128u);  // the reader may still be copying: freed when its lease ends
+  Ping("node1", At(10.5));
+  core_.Housekeeping(At(11));
   EXPECT_EQ(Used(), 0u);
+}
+
+// Issue 30: a forced remove under a reader's lease must not hand the object's space to the next
+// put while the reader may still copy from it (it would read the new object's bytes and report
+// the old object's size).
+TEST_F(CoreTest, ForcedRemoveKeepsALeasedObjectsSpaceUntilTheLeaseEnds) {
+  Mount("node1", "n1", /*size=*/128);  // room for exactly one object
+  PutComplete("w", "old", 100);
+  rpc::ObjectLocation read = Get1("old", At(1));  // leased until At(11)
+  ASSERT_EQ(read.code(), 0);
+  EXPECT_EQ(Remove1("old", At(2), /*force=*/true), ErrorCode::OK);
+  EXPECT_EQ(Code(Put1("w", "new", 100, At(3)).code()), ErrorCode::NO_AVAILABLE_HANDLE);
+  Ping("node1", At(10.5));
+  core_.Housekeeping(At(11));
+  auto placed = Put1("w", "new", 100, At(11));
+  ASSERT_EQ(placed.code(), 0);
+  EXPECT_EQ(placed.replicas(0).offset(), read.replicas(0).offset());
+}
+
+// Issue 30: a writer that could not reach a segment's host reports it in PUT_END; the master
+// places nothing there until the segment's owner pings again. A put may exclude segments.
+TEST_F(CoreTest, UnreachableSegmentTakesNoReplicasUntilItsOwnerPings) {
+  Mount("node1", "n1");
+  Mount("node2", "n2");
+  rpc::PutEnd report;
+  report.set_client_id("w");
+  report.add_unreachable_segments("n1");
+  report.add_unreachable_segments("not-mounted");
+  ASSERT_TRUE(core_.PutEnd(report, kT0).ok());
+  rpc::ReplicateConfig prefer_n1;
+  prefer_n1.add_preferred_segments("n1");
+  for (int i = 0; i < 8; ++i) {
+    auto r = Put1("w", "k" + std::to_string(i), 100, kT0, false, prefer_n1);
+    ASSERT_EQ(r.code(), 0) << r.message();
+    EXPECT_EQ(r.replicas(0).segment_name(), "n2");
+  }
+  Ping("node2", At(1));  // another host's ping changes nothing
+  EXPECT_EQ(Put1("w", "after-n2-ping", 100, At(1), false, prefer_n1).replicas(0).segment_name(),
+            "n2");
+  Ping("node1", At(1));
+  EXPECT_EQ(Put1("w", "after-ping", 100, At(1), false, prefer_n1).replicas(0).segment_name(), "n1");
+  rpc::ReplicateConfig exclude_n1 = prefer_n1;
+  exclude_n1.add_excluded_segments("n1");
+  EXPECT_EQ(Put1("w", "excluded", 100, At(1), false, exclude_n1).replicas(0).segment_name(), "n2");
+  exclude_n1.add_excluded_segments("n2");
+  EXPECT_EQ(Code(Put1("w", "nowhere", 100, At(1), false, exclude_n1).code()),
+            ErrorCode::NO_AVAILABLE_HANDLE);
 }
 
 TEST_F(CoreTest, RemoveErrors) {
@@ -227,7 +278,10 @@ TEST_F(CoreTest, RemoveAllSkipsLeasedUnlessForcedAndNeverPending) {
   force.set_force(true);
   EXPECT_EQ(core_.RemoveAll(force, At(2)).removed(), 1u);
   EXPECT_EQ(core_.Stat().object_count(), 1u);
-  EXPECT_EQ(Used(), 128u);
+  EXPECT_EQ(Used(), 256u);  // the leased one's space waits for its reader (until At(11))
+  Ping("node1", At(10.5));
+  core_.Housekeeping(At(11));  // frees the leased one's space (and reclaims the stale pending)
+  EXPECT_LE(Used(), 128u);
 }
 
 TEST_F(CoreTest, ExistsAndPrefix) {

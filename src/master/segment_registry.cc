@@ -85,6 +85,7 @@ Result<SegmentRegistry::Mounted> SegmentRegistry::Mount(std::string_view name,
 }
 
 void SegmentRegistry::EraseLocked(Segment* s) {
+  if (s->suspect.load(std::memory_order_relaxed)) suspects_.fetch_sub(1, std::memory_order_relaxed);
   by_id_.erase(s->id);
   std::erase(list_, s);
   by_name_.erase(s->name);  // destroys *s
@@ -158,6 +159,7 @@ std::vector<Placement> SegmentRegistry::AllocateReplicas(uint64_t size, uint32_t
     auto it = by_name_.find(std::string(name));
     if (it == by_name_.end() || Contains(used_ids, it->second->id)) continue;
     if (!it->second->accepting.load(std::memory_order_relaxed)) continue;
+    if (it->second->suspect.load(std::memory_order_relaxed)) continue;  // host unreachable
     Placement p;
     if (TryAllocate(*it->second, size, &p)) {
       used_ids.push_back(p.ref.segment_id);
@@ -172,6 +174,7 @@ std::vector<Placement> SegmentRegistry::AllocateReplicas(uint64_t size, uint32_t
     uint64_t used = s->used.load(std::memory_order_relaxed);
     if (s->capacity - used < need || Contains(used_ids, s->id)) continue;
     if (!s->accepting.load(std::memory_order_relaxed)) continue;  // restoring or draining
+    if (s->suspect.load(std::memory_order_relaxed)) continue;     // host unreachable
     candidates.push_back(s);
     views.push_back(
         {s->capacity, used, !request.client_host.empty() && s->host == request.client_host});
@@ -440,6 +443,39 @@ uint32_t SegmentRegistry::TierOf(uint64_t segment_id) const {
   std::shared_lock lock(map_mu_);
   auto it = by_id_.find(segment_id);
   return it == by_id_.end() ? kTierDram : it->second->tier;
+}
+
+bool SegmentRegistry::MarkSuspect(std::string_view name) {
+  std::shared_lock lock(map_mu_);
+  auto it = by_name_.find(std::string(name));
+  if (it == by_name_.end()) return false;
+  if (!it->second->suspect.exchange(true, std::memory_order_relaxed)) {
+    suspects_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return true;
+}
+
+size_t SegmentRegistry::ClearSuspect(uint32_t owner) {
+  if (suspects_.load(std::memory_order_relaxed) == 0) return 0;
+  size_t cleared = 0;
+  std::shared_lock lock(map_mu_);
+  for (Segment* s : list_) {
+    if (s->owner != owner || !s->suspect.exchange(false, std::memory_order_relaxed)) continue;
+    suspects_.fetch_sub(1, std::memory_order_relaxed);
+    ++cleared;
+  }
+  return cleared;
+}
+
+std::vector<uint64_t> SegmentRegistry::IdsOf(std::span<const std::string> names) const {
+  std::vector<uint64_t> ids;
+  if (names.empty()) return ids;
+  std::shared_lock lock(map_mu_);
+  for (const std::string& name : names) {
+    auto it = by_name_.find(name);
+    if (it != by_name_.end()) ids.push_back(it->second->id);
+  }
+  return ids;
 }
 
 }  // namespace kvpool::master

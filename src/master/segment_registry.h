@@ -202,6 +202,17 @@ class SegmentRegistry {
   PoolUsage Usage() const;
   // True when some mounted segment takes new replicas (is neither restoring nor draining).
   bool AnyAccepting() const;
+
+  // ---- Unreachable hosts (issue 30) ----
+  // A writer could not reach segment `name`'s host: no new replicas are placed there until
+  // ClearSuspect for its owner (the owner pinged: its process lives) or its unmount. Returns
+  // false for a segment not mounted.
+  bool MarkSuspect(std::string_view name);
+  // The segments of client `owner` take replicas again (if they were suspect); returns how many
+  // were. Cheap while no segment is suspect (called on every ping).
+  size_t ClearSuspect(uint32_t owner);
+  // The ids of the mounted segments among `names` (unknown names are skipped).
+  std::vector<uint64_t> IdsOf(std::span<const std::string> names) const;
   // True when client `client_id` has a segment mounted.
   bool HostsSegments(std::string_view client_id) const;
 
@@ -222,7 +233,8 @@ class SegmentRegistry {
     std::atomic<uint64_t> used{0};
     std::atomic<uint64_t> replicas{0};
     std::atomic<bool> accepting{true};
-    SegmentJournal journal;  // guarded by mu
+    std::atomic<bool> suspect{false};  // see MarkSuspect
+    SegmentJournal journal;            // guarded by mu
   };
   struct Deferred {
     ReplicaRef ref;
@@ -245,6 +257,7 @@ class SegmentRegistry {
   std::unordered_map<uint64_t, Segment*> by_id_;                       // guarded by map_mu_
   std::vector<Segment*> list_;                                         // guarded by map_mu_
   uint64_t next_id_ = 1;                                               // guarded by map_mu_
+  std::atomic<size_t> suspects_{0};  // segments marked suspect (an upper bound)
   std::mutex deferred_mu_;
   std::vector<Deferred> deferred_;  // guarded by deferred_mu_
   JournalSignal journal_signal_;

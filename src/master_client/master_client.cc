@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <utility>
 
 #include "common/key_chunks.h"
 #include "common/keys.h"
@@ -467,13 +468,18 @@ Result<rpc::PutStartReply> MasterClient::PutStartOnce(std::span<const PutItem> i
 Result<rpc::CodesReply> MasterClient::PutEnd(std::span<const std::string> commit_keys,
                                              std::span<const uint64_t> commit_checksums,
                                              std::span<const std::string> revoke_keys,
-                                             Deadline deadline) {
+                                             Deadline deadline,
+                                             std::span<const std::string> unreachable_segments) {
   auto commits = ChunksOf(commit_keys);
   auto revokes = ChunksOf(revoke_keys);
+  bool reported = false;  // the unreachable segments travel with the first request
   auto once = [&](std::span<const std::string> commit, std::span<const uint64_t> checksums,
                   std::span<const std::string> revoke) {
     rpc::PutEnd req;
     req.set_client_id(client_id_);
+    if (!std::exchange(reported, true)) {
+      for (const std::string& s : unreachable_segments) req.add_unreachable_segments(s);
+    }
     for (const std::string& k : commit) req.add_commit_keys(k);
     for (uint64_t c : checksums) req.add_commit_checksums(c);
     for (const std::string& k : revoke) req.add_revoke_keys(k);

@@ -108,10 +108,12 @@ class MasterClient {
                                       const rpc::ReplicateConfig& config, bool upsert,
                                       Deadline deadline, std::string_view client_host = {});
   // Codes for `commit_keys` then `revoke_keys`, in order. `commit_checksums` is empty or
-  // parallel to `commit_keys` (each object's XXH3-64).
+  // parallel to `commit_keys` (each object's XXH3-64). `unreachable_segments`: segments whose
+  // hosts this writer could not reach (rpc::PutEnd.unreachable_segments).
   Result<rpc::CodesReply> PutEnd(std::span<const std::string> commit_keys,
                                  std::span<const uint64_t> commit_checksums,
-                                 std::span<const std::string> revoke_keys, Deadline deadline);
+                                 std::span<const std::string> revoke_keys, Deadline deadline,
+                                 std::span<const std::string> unreachable_segments = {});
   // One location per key; `no_lease` takes no read lease (size queries).
   Result<rpc::GetReplicaListReply> GetReplicaList(std::span<const std::string> keys, bool no_lease,
                                                   Deadline deadline);
