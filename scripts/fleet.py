@@ -810,7 +810,7 @@ def main():
 # ---------------------------------------------------------------------------------------------
 # chaos
 
-CHAOS_TTL = 5  # masters' --client_ttl in chaos runs (a 10 s partition outlasts it)
+CHAOS_TTL = 15  # masters' --client_ttl in chaos runs: a 10 s partition stays within it
 FAULTS = ["node_partition", "leader_cut", "engine_partition", "asym", "kill_node", "kill_master",
           "node_readdress"]
 
@@ -983,9 +983,10 @@ def scenario_chaos(args):
                 f.partition(h)
                 time.sleep(10)
                 f.heal(h)
-                # Silent past --client_ttl: the master declared it dead and dropped its objects
+                # Silent past --client_ttl: the master declares it dead and drops its objects
                 # (docs/failure-model.md); it comes back with an empty segment.
-                destroyed.setdefault(node_endpoint(h), []).append(t0 + CHAOS_TTL)
+                if 10 >= CHAOS_TTL:
+                    destroyed.setdefault(node_endpoint(h), []).append(t0 + CHAOS_TTL)
             elif kind == "engine_partition":
                 h = rng.choice(eh)
                 fault["target"] = h.name
@@ -1105,7 +1106,8 @@ def scenario_chaos(args):
         "wrong_bytes": rep["wrong_bytes"], "wrong_pages": rep["wrong_pages"][:10],
         "past_deadline": len(rep["past_deadline"]),
         "past_deadline_examples": rep["past_deadline"][:10], "ops": rep["ops"]})
-    # Recovery: from each heal, the first put and the first get after it whose keys all succeeded.
+    # Recovery: from each heal, the first put whose keys all succeeded and the first get whose
+    # keys were all read or cleanly missing (OBJECT_NOT_FOUND: lost with their nodes earlier).
     ops = sorted((r for r in records if r.get("op") in ("put", "get") and
                   r.get("engine") != "verify"), key=lambda r: r["t0"])
     for flt in report["faults"]:
@@ -1113,7 +1115,7 @@ def scenario_chaos(args):
         rec = {}
         for op in ("put", "get"):
             ok = [r["t1"] for r in ops if r["op"] == op and r["t0"] >= th and
-                  all((x == 0 if op == "put" else x >= 0) for x in r["rc"])]
+                  all((x == 0 if op == "put" else (x >= 0 or x == NOT_FOUND)) for x in r["rc"])]
             rec[op] = round(ok[0] - th, 2) if ok else None
         flt["recover_s"] = rec
         win = [r for r in ops if r["t1"] >= flt["t_fault"] and r["t0"] <= th]
