@@ -748,7 +748,8 @@ def main():
     p.add_argument("--top", action="store_true", help="smoke: print kvpool top at the end")
     p.add_argument("--nodes", default=None,
                    help="up: nodes (2); chaos: nodes (4); scale: node counts (1,2,4,8,16)")
-    p.add_argument("--segment", default="512MB")
+    p.add_argument("--segment", default=None,
+                   help="each node's --global_segment_size (chaos 1GB, else 512MB)")
     p.add_argument("--hold_s", type=float, default=3600)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--minutes", type=float, default=2.0)
@@ -781,6 +782,7 @@ def main():
          "stale-write": (1 << 20, 8)}
     page, batch = d.get(args.command, (256 << 10, 32))
     args.page_size = args.page_size or page
+    args.segment = args.segment or ("1GB" if args.command == "chaos" else "512MB")
     if args.transfer_timeout_ms is None:
         args.transfer_timeout_ms = 30000 if args.command == "scale" else 5000
     args.batch = args.batch or batch
