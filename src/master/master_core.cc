@@ -114,7 +114,7 @@ Result<rpc::MountSegmentReply> MasterCore::MountSegment(const rpc::MountSegment&
   }
   if (mounted->replaced != 0) {
     // Its host restarted: the old memory is gone, so are the objects and pending writes there.
-    size_t dropped = DropReplicasAndWriters({mounted->replaced}, {});
+    size_t dropped = DropReplicasAndWriters({mounted->replaced}, {}, ToNanos(now));
     spdlog::warn(
         "segment={} replaced: its host restarted with new memory (incarnation={:016x}); the old "
         "segment id={} and its objects_dropped={} are gone",
@@ -138,7 +138,7 @@ Status MasterCore::UnmountSegment(const rpc::UnmountSegment& req, TimePoint now)
   clients_.Touch(req.client_id(), now, /*make_known=*/false);
   auto id = registry_.Unmount(req.segment_name(), req.client_id());
   if (!id.ok()) return id.status();
-  size_t dropped = DropReplicasAndWriters({*id}, {});
+  size_t dropped = DropReplicasAndWriters({*id}, {}, ToNanos(now));
   spdlog::info("segment={} client={} unmounted objects_dropped={}", req.segment_name(),
                req.client_id(), dropped);
   return Status::Ok();
@@ -146,6 +146,17 @@ Status MasterCore::UnmountSegment(const rpc::UnmountSegment& req, TimePoint now)
 
 void MasterCore::FreeReplicas(const Object& o) {
   for (const ReplicaRef& r : o.replicas()) registry_.Free(r, o.size);
+}
+
+void MasterCore::FreeUnfinishedPut(const Object& o, int64_t now_ns) {
+  const int64_t release_at = o.put_start_ns() + release_ns_;
+  for (const ReplicaRef& r : o.replicas()) {
+    if (release_at <= now_ns) {
+      registry_.Free(r, o.size);
+    } else {
+      registry_.FreeLater(r, o.size, release_at);
+    }
+  }
 }
 
 void MasterCore::FreeReplicasAfterReaders(const Object& o, int64_t now_ns) {
@@ -378,16 +389,8 @@ bool MasterCore::ResolveExisting(ObjectTable::Shard& shard, Object* obj, const P
       }
       return true;
     }
-    // A stale reservation: take the key. Its writer may still be sending bytes, so the space
-    // is freed only at put start + release timeout.
-    int64_t release_at = obj->put_start_ns() + release_ns_;
-    for (const ReplicaRef& r : obj->replicas()) {
-      if (release_at <= ctx.now_ns) {
-        registry_.Free(r, obj->size);
-      } else {
-        registry_.FreeLater(r, obj->size, release_at);
-      }
-    }
+    // A stale reservation: take the key. Its writer may still be sending bytes.
+    FreeUnfinishedPut(*obj, ctx.now_ns);
     spdlog::info("key={} stale reservation discarded (age {} ms)", obj->key(),
                  (ctx.now_ns - obj->put_start_ns()) / 1000000);
     shard.Erase(obj);
@@ -491,7 +494,7 @@ Result<rpc::CodesReply> MasterCore::PutEnd(const rpc::PutEnd& req, TimePoint now
   }
   for (const std::string& key : req.revoke_keys()) {
     std::string msg;
-    ErrorCode code = Revoke(key, writer, &msg);
+    ErrorCode code = Revoke(key, writer, now_ns, &msg);
     AddCode(&reply, code, std::move(msg));
   }
   return reply;
@@ -526,7 +529,8 @@ ErrorCode MasterCore::Commit(std::string_view key, uint32_t writer, uint64_t che
   return ErrorCode::OK;
 }
 
-ErrorCode MasterCore::Revoke(std::string_view key, uint32_t writer, std::string* msg) {
+ErrorCode MasterCore::Revoke(std::string_view key, uint32_t writer, int64_t now_ns,
+                             std::string* msg) {
   Status st = ValidateKey(key);
   if (!st.ok()) {
     *msg = st.message();
@@ -546,7 +550,7 @@ ErrorCode MasterCore::Revoke(std::string_view key, uint32_t writer, std::string*
     *msg = fmt::format("key={} is complete; use remove", key);
     return ErrorCode::INVALID_WRITE;
   }
-  FreeReplicas(*obj);
+  FreeUnfinishedPut(*obj, now_ns);
   shard->Erase(obj);
   return ErrorCode::OK;
 }

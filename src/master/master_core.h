@@ -310,9 +310,14 @@ class MasterCore {
                 const Carried& carried, rpc::PutStartResult* out);
   ErrorCode Commit(std::string_view key, uint32_t writer, uint64_t checksum, int64_t now_ns,
                    std::string* msg);
-  ErrorCode Revoke(std::string_view key, uint32_t writer, std::string* msg);
+  ErrorCode Revoke(std::string_view key, uint32_t writer, int64_t now_ns, std::string* msg);
   ErrorCode RemoveOne(std::string_view key, bool force, int64_t now_ns, std::string* msg);
   void FreeReplicas(const Object& o);
+  // The space of a put that did not complete (revoked, or its writer declared dead): bytes the
+  // writer sent may still be on their way (a TCP retransmission after a partition heals, a
+  // packet held in a queue), so it is handed out again only at put start +
+  // put_start_release_timeout, as a discarded reservation's. Never to the next put at once.
+  void FreeUnfinishedPut(const Object& o, int64_t now_ns);
   // FreeReplicas, deferred to the end of the object's read leases while it has any (a forced
   // remove): no reader still copying its bytes finds another object's bytes there.
   void FreeReplicasAfterReaders(const Object& o, int64_t now_ns);
@@ -337,10 +342,10 @@ class MasterCore {
   // Under the key's shard lock: adopts one restored replica; false when it must be freed.
   bool AdoptRestored(ObjectTable::Shard& shard, const rpc::StoredObject& so, const ReplicaRef& ref,
                      int64_t now_ns);
-  // Drops replicas on `segments` and revokes pending puts of `writers`, in one pass over the
-  // table. Returns the objects removed.
+  // Drops replicas on `segments` and revokes pending puts of `writers` (their space as
+  // FreeUnfinishedPut's), in one pass over the table. Returns the objects removed.
   size_t DropReplicasAndWriters(const std::vector<uint64_t>& segments,
-                                const std::vector<uint32_t>& writers);
+                                const std::vector<uint32_t>& writers, int64_t now_ns);
   size_t ExpireClients(TimePoint now, HousekeepingReport* report);
   size_t ReclaimStaleReservations(int64_t now_ns);
   EvictionResult WatermarkEviction(int64_t now_ns);

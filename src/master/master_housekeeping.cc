@@ -37,14 +37,14 @@ HousekeepingReport MasterCore::Housekeeping(TimePoint now) {
 }
 
 size_t MasterCore::DropReplicasAndWriters(const std::vector<uint64_t>& segments,
-                                          const std::vector<uint32_t>& writers) {
+                                          const std::vector<uint32_t>& writers, int64_t now_ns) {
   if (segments.empty() && writers.empty()) return 0;
   size_t removed = 0;
   for (size_t i = 0; i < ObjectTable::kShards; ++i) {
     auto shard = table_.LockIndex(i);
     removed += shard->EraseIf([&](Object& o) {
       if (o.pending() && Contains(writers, o.writer)) {
-        FreeReplicas(o);  // replicas on unmounted segments are ignored by Free
+        FreeUnfinishedPut(o, now_ns);  // replicas on unmounted segments are ignored by Free
         return true;
       }
       o.DropReplicasIf([&](const ReplicaRef& r) { return Contains(segments, r.segment_id); });
@@ -69,7 +69,7 @@ size_t MasterCore::ExpireClients(TimePoint now, HousekeepingReport* report) {
   // A dead reader's transfers are over: its leases end now, not at their TTL.
   report->leases_of_dead_clients += EndLeases(leases_.TakeClients(writers));
   report->segments_unmounted += segments.size();
-  report->objects_dropped += DropReplicasAndWriters(segments, writers);
+  report->objects_dropped += DropReplicasAndWriters(segments, writers, ToNanos(now));
   return dead.size();
 }
 

@@ -274,6 +274,12 @@ Status Connection::Fail(Status st) {
     ssl_ = nullptr;
   }
   if (fd_ >= 0) {
+    // Abort, not close: a call given up mid-request must not keep sending. A plain close
+    // leaves the unsent bytes to the kernel, which retransmits them until the peer takes them,
+    // possibly after a partition heals and after the master gave the space to another put.
+    // A zero linger time discards them and resets the connection.
+    const linger abort_now{1, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_LINGER, &abort_now, sizeof(abort_now));
     ::close(fd_);
     fd_ = -1;
   }
