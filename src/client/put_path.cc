@@ -37,6 +37,11 @@ std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
   constexpr int kMaxReplacements = 3;
   constexpr Clock::duration kMaxDelay = std::chrono::milliseconds(10);
   const Deadline until = RpcDeadline(limit);
+  // A replacement follows a write that waited up to 3 x silent_peer_timeout on a silent host:
+  // it may start while the call is within one control and one data deadline of its start, and
+  // runs within that bound too.
+  const Deadline replace_until =
+      std::min(limit, DeadlineAfter(options_.rpc_timeout + options_.transfer_timeout));
   std::set<std::string> unreachable;
   PutRetries retries;
   std::vector<Status> results =
@@ -52,13 +57,14 @@ std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
     }
     PutRetries more;
     std::vector<Status> r = PutPass(again_keys, again_sources, ConfigForKeys(config, subset),
-                                    upsert, limit, &unreachable, &more);
+                                    upsert, replace_until, &unreachable, &more);
     for (size_t k = 0; k < subset.size(); ++k) results[subset[k]] = std::move(r[k]);
     for (size_t& k : more.waiting) k = subset[k];
     for (size_t& k : more.replace) k = subset[k];
     return more;
   };
-  for (int round = 0; round < kMaxReplacements && !retries.replace.empty() && Clock::now() < until;
+  for (int round = 0;
+       round < kMaxReplacements && !retries.replace.empty() && Clock::now() < replace_until;
        ++round) {
     spdlog::debug("{} keys of the batch hit an unreachable segment host; placing them again",
                   retries.replace.size());
