@@ -52,7 +52,9 @@ struct ClientOptions {
   std::string local_hostname = "127.0.0.1";
   // Bytes of this process's DRAM contributed to the pool; 0 contributes nothing.
   uint64_t global_segment_size = 0;
-  // Data port for the contributed segment; 0 picks a free port.
+  // Data port for the contributed segment; 0 picks a free port in 12300-14300 (Mooncake's
+  // transfer engine range, so firewall rules written for it hold), any free port when all of
+  // those are taken.
   uint16_t segment_port = 0;
   // Back the contributed segment with huge pages (must be reserved by the operator).
   bool use_hugepage = false;

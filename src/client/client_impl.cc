@@ -135,6 +135,8 @@ Status ClientImpl::Init() {
     ho.bind_host = hosting_.bind_host.empty() ? rpc::DefaultBindAddress(options_.local_hostname)
                                               : hosting_.bind_host;
     ho.port = options_.segment_port;
+    // As Mooncake's transfer engine: firewall rules and its tests expect this range.
+    ho.port_range = {kSegmentPortFirst, kSegmentPortLast};
     ho.size = options_.global_segment_size;
     ho.memory.huge_pages = options_.use_hugepage;
     ho.memory.transparent_huge_pages = hosting_.transparent_huge_pages;

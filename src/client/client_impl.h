@@ -166,6 +166,9 @@ class ClientImpl : public HostedClient {
   // with this host's address toward the master (ClientOptions::local_hostname).
   Status ChooseAnnouncedHost(const ha::MasterAddress& master);
 
+  // The range a segment's data port is picked from when segment_port is 0 (Mooncake's).
+  static constexpr uint16_t kSegmentPortFirst = 12300;
+  static constexpr uint16_t kSegmentPortLast = 14300;
   // How long a finished read lease waits for a request to carry it before the flusher sends it.
   static constexpr Clock::duration kLeaseFlushDelay = std::chrono::milliseconds(2);
 

@@ -30,6 +30,7 @@ Result<std::unique_ptr<SegmentHost>> SegmentHost::Start(const SegmentHostOptions
   so.name = "kvpool data";
   so.host = options.bind_host;
   so.port = options.port;
+  so.port_range = options.port_range;
   so.threads = options.io_threads;
   so.security = options.security;
   so.protected_mode = options.protected_mode;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "common/time.h"
 #include "hosting/disk_host.h"
@@ -20,10 +21,11 @@
 namespace kvpool::hosting {
 
 struct SegmentHostOptions {
-  std::string bind_host = "0.0.0.0";         // address the data server listens on
-  std::string advertise_host = "127.0.0.1";  // how peers reach it; with the port, the name
-  uint16_t port = 0;                         // 0: any free port
-  uint64_t size = 0;                         // segment bytes (> 0)
+  std::string bind_host = "0.0.0.0";               // address the data server listens on
+  std::string advertise_host = "127.0.0.1";        // how peers reach it; with the port, the name
+  uint16_t port = 0;                               // 0: any free port (of port_range when set)
+  std::pair<uint16_t, uint16_t> port_range{0, 0};  // rpc::ServerOptions::port_range
+  uint64_t size = 0;                               // segment bytes (> 0)
   transfer::SegmentMemoryOptions memory;
   int io_threads = 2;
   rpc::SecurityOptions security;  // secret and TLS of the data port (docs/security.md)

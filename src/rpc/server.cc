@@ -8,6 +8,7 @@
 #include <array>
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/ssl.hpp>
+#include <random>
 
 #include "common/spin_wait.h"
 #include "common/tenant_key.h"
@@ -378,11 +379,31 @@ Status Server::Start() {
         fmt::format("{}: bind address '{}' is not an IP address", options_.name, options_.host));
   }
   if (options_.security.tls_server()) KVPOOL_RETURN_IF_ERROR(LoadTls());
-  asio::ip::tcp::endpoint ep(addr, options_.port);
-  acceptor_.open(ep.protocol(), ec);
-  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) acceptor_.bind(ep, ec);
-  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  auto listen_on = [&](uint16_t port) {
+    if (acceptor_.is_open()) acceptor_.close();
+    asio::ip::tcp::endpoint ep(addr, port);
+    ec.clear();
+    acceptor_.open(ep.protocol(), ec);
+    if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(ep, ec);
+    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  };
+  const auto [first, last] = options_.port_range;
+  if (options_.port == 0 && first != 0 && first <= last) {
+    const uint32_t count = static_cast<uint32_t>(last - first) + 1;
+    const uint32_t start = std::random_device{}() % count;
+    for (uint32_t i = 0; i < count; ++i) {
+      listen_on(static_cast<uint16_t>(first + (start + i) % count));
+      if (!ec || ec != asio::error::address_in_use) break;
+    }
+    if (ec == asio::error::address_in_use) {
+      spdlog::info("{}: every port of {}-{} is taken; listening on any free port", options_.name,
+                   first, last);
+      listen_on(0);
+    }
+  } else {
+    listen_on(options_.port);
+  }
   if (ec) {
     return Status(ErrorCode::RPC_FAIL, fmt::format("{}: cannot listen on {}:{}: {}", options_.name,
                                                    options_.host, options_.port, ec.message()));

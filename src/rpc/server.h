@@ -43,6 +43,7 @@
 #include <string_view>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "common/time.h"
@@ -192,8 +193,12 @@ struct ServerOptions {
   // Secret (empty: no authentication) and TLS files; see the file comment.
   SecurityOptions security;
   // Without a secret, refuse peers from other hosts (see the file comment). Daemons (master,
-  // node) turn it on unless --insecure; an embedded client's data server leaves it off.
+  // node) and embedded clients' data servers turn it on unless told to be insecure.
   bool protected_mode = false;
+  // With port 0: listen on a free port of [first, last], tried from a random one on (as
+  // Mooncake's transfer engine does in 12300-14300, so firewall rules written for it hold),
+  // and on any free port when all are taken. {0, 0}: any free port.
+  std::pair<uint16_t, uint16_t> port_range{0, 0};
   // How the refusal tells the peer to turn protected mode off, e.g. "start the master with
   // --insecure".
   std::string insecure_hint = "pass --insecure";
