@@ -8,6 +8,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "common/time.h"
 #include "kvpool/status.h"
@@ -31,6 +32,12 @@ struct SegmentRanges {
   // from memory twice). A transport may leave ranges out of the calls when it fails, or when it
   // does not read the caller's memory itself; callers must not rely on a call for each range.
   const std::function<void(size_t first, size_t last)>* before_ranges = nullptr;
+  // Reads only; null: not wanted. A transport that learns each range's own outcome fills it
+  // with one status per range when a Read fails: OK for a range whose bytes are in `dst` and
+  // exact (a disk host checked them), else that range's failure. So one corrupt object fails
+  // its own key, not every key read with it. Left empty when the transport cannot tell (the
+  // returned error then holds for every range).
+  std::vector<Status>* range_status = nullptr;
 };
 
 class Transport {
