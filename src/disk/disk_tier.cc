@@ -226,11 +226,17 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const DiskTierOptions& options)
         "corrupt tail); dropped them",
         options.dir, replayed.dropped_bytes);
   }
-  if (replayed.layout_changed) {
+  if (replayed.old_alignment != 0) {
     spdlog::warn(
-        "disk tier {}: size or alignment changed since the last run; its objects were "
-        "dropped",
-        options.dir);
+        "disk tier {}: alignment changed since the last run ({} -> {} bytes): its {} objects "
+        "were dropped",
+        options.dir, replayed.old_alignment, options.alignment, replayed.dropped_objects);
+  } else if (replayed.old_capacity != 0) {
+    spdlog::warn(
+        "disk tier {}: size changed since the last run ({} -> {} bytes): kept the {} objects "
+        "that fit, dropped {} that lay beyond the new size",
+        options.dir, replayed.old_capacity, tier->allocator_.capacity(), replayed.live.size(),
+        replayed.dropped_objects);
   }
   size_t listed = replayed.live.size();
   tier->Adopt(std::move(replayed.live));

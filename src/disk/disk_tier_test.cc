@@ -282,6 +282,50 @@ TEST(DiskTierTest, OneCorruptObjectFailsAloneInABatchRead) {
   EXPECT_EQ(calls, std::vector<int>(ops.size(), 1));
 }
 
+// Issue 33: a changed size keeps every object that still fits (the log says how many it kept
+// and dropped); a changed alignment drops all. Before, a size change logged "dropped" and
+// adopted them anyway.
+TEST(DiskTierTest, SizeChangeKeepsWhatFitsAlignmentChangeDropsAll) {
+  TempDir dir;
+  std::vector<DiskObject> objs;
+  {
+    auto t = MustOpen(dir.path(), 8 * kMiB);
+    ASSERT_TRUE(t);
+    for (int i = 0; i < 6; ++i) {  // 6 x 1 MiB: offsets 0 .. 5 MiB
+      auto w = WriteOne(*t, "s" + std::to_string(i), Bytes(kMiB, 200 + i));
+      ASSERT_TRUE(w.ok()) << w.status().ToString();
+      objs.push_back(*w);
+    }
+  }
+  {
+    auto t = MustOpen(dir.path(), 3 * kMiB);  // shrunk: objects at 0, 1 and 2 MiB fit
+    ASSERT_TRUE(t);
+    std::vector<DiskObject> kept = t->Objects();
+    ASSERT_EQ(kept.size(), 3u);
+    for (const DiskObject& o : kept) {
+      EXPECT_LT(o.offset + o.size, 3 * kMiB + 1);
+      auto got = ReadOne(*t, o);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      EXPECT_EQ(*got, Bytes(kMiB, 200 + std::stoi(o.key.substr(1))));
+    }
+  }
+  {
+    auto t = MustOpen(dir.path(), 16 * kMiB);  // grown: the three kept stay
+    ASSERT_TRUE(t);
+    EXPECT_EQ(t->Objects().size(), 3u);
+  }
+  {
+    auto t = DiskTier::Open(DiskTierOptions{dir.path(), 16 * kMiB, 8, 8192});
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    EXPECT_TRUE((*t)->Objects().empty());  // another alignment: dropped
+  }
+  {
+    auto t = MustOpen(dir.path(), 16 * kMiB);  // nor do they come back with the old one
+    ASSERT_TRUE(t);
+    EXPECT_TRUE(t->Objects().empty());
+  }
+}
+
 TEST(DiskTierTest, FullTierRefusesThenLruVictimsMakeRoom) {
   TempDir dir;
   auto t = MustOpen(dir.path(), 1 * kMiB);
