@@ -191,6 +191,9 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const DiskTierOptions& options)
   KVPOOL_RETURN_IF_ERROR(ValidateOptions(options));
   KVPOOL_RETURN_IF_ERROR(CheckDir(options.dir));
   std::string data_path = options.dir + "/kvpool-disk.data";
+  // A file this call creates is removed again should the tier not open (no empty file left).
+  struct stat before {};
+  const bool existed = ::stat(data_path.c_str(), &before) == 0;
   bool direct = false;
   auto fd = OpenData(data_path, options.direct_io, &direct);
   if (!fd.ok()) return fd.status();
@@ -203,6 +206,7 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const DiskTierOptions& options)
   }
   Status st = Preallocate(*fd, options.dir, data_path, options.size);
   if (!st.ok()) {
+    if (!existed) ::unlink(data_path.c_str());  // still locked: nobody else opened it
     ::close(*fd);
     return st;
   }

@@ -678,6 +678,8 @@ TEST(DiskTierTest, BadDiskPathOrSizeFailsTheStartNamingIt) {
   auto huge = run({"--disk_path", dir.path(), "--disk_size", "100000TB"});
   EXPECT_EQ(huge.exit_code, 1);
   EXPECT_NE(huge.output.find("--disk_size"), std::string::npos) << huge.output;
+  // Refused for lack of space: no data file left behind.
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/kvpool-disk.data")) << huge.output;
   auto half = run({"--disk_path", dir.path()});
   EXPECT_EQ(half.exit_code, 2);  // a usage error, as every bad flag
   EXPECT_NE(half.output.find("give both"), std::string::npos) << half.output;
