@@ -300,7 +300,7 @@ void DiskTier::NoteIoError(const Status& st) {
   if (!io_error_logged_.exchange(true)) {
     spdlog::error(
         "disk tier {}: {} (further disk I/O errors are counted in "
-        "kvpool_disk_io_errors_total, not logged)",
+        "kvpool_node_disk_io_errors_total, not logged)",
         dir_, st.ToString());
   }
 }

@@ -675,9 +675,12 @@ TEST(DiskTierTest, BadDiskPathOrSizeFailsTheStartNamingIt) {
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.output.find(dir.path() + "/nope"), std::string::npos) << missing.output;
   EXPECT_NE(missing.output.find("does not exist"), std::string::npos) << missing.output;
+  // The failed start's cause is the only error: no drain of a segment never mounted (issue 33).
+  EXPECT_EQ(missing.output.find("drain request failed"), std::string::npos) << missing.output;
   auto huge = run({"--disk_path", dir.path(), "--disk_size", "100000TB"});
   EXPECT_EQ(huge.exit_code, 1);
   EXPECT_NE(huge.output.find("--disk_size"), std::string::npos) << huge.output;
+  EXPECT_EQ(huge.output.find("drain request failed"), std::string::npos) << huge.output;
   // Refused for lack of space: no data file left behind.
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/kvpool-disk.data")) << huge.output;
   auto half = run({"--disk_path", dir.path()});
