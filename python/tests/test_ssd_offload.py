@@ -115,6 +115,24 @@ def test_ssd_offload_bad_settings_are_clear_errors(master_only, tmp_path, monkey
     assert s.health_check() == 1
 
 
+def test_ssd_offload_errors_name_the_python_settings_and_leave_no_file(master_only, tmp_path,
+                                                                        monkeypatch):
+    """Issue 33: the disk tier's errors name ssd_offload_path / ssd_offload_size (what the user
+    gave), not the node's --disk_path / --disk_size, and a setup refused for want of space
+    leaves no empty data file behind."""
+    monkeypatch.delenv("MOONCAKE_OFFLOAD_FILE_STORAGE_PATH", raising=False)
+    s = KVPoolStore()
+    assert join(s, master_only, enable_ssd_offload=True, ssd_offload_path=str(tmp_path),
+                 ssd_offload_size="100000tb") == ErrorCode.NO_AVAILABLE_HANDLE
+    msg = kvpool.last_error()
+    assert "ssd_offload_size" in msg and "--disk_size" not in msg, msg
+    assert not (tmp_path / "kvpool-disk.data").exists()
+    assert join(s, master_only, enable_ssd_offload=True,
+                 ssd_offload_path=str(tmp_path / "missing")) == ErrorCode.FILE_NOT_FOUND
+    msg = kvpool.last_error()
+    assert "ssd_offload_path" in msg and "--disk_path" not in msg, msg
+
+
 def test_ssd_offload_path_is_ignored_when_offload_is_off(master_only, tmp_path):
     s = KVPoolStore()
     assert join(s, master_only, ssd_offload_path=str(tmp_path)) == 0, kvpool.last_error()

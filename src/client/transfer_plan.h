@@ -54,7 +54,9 @@ class TransferPlan {
 
   // Runs every segment's moves (write: memory -> segments; read: segments -> memory) with
   // `transport_for(segment_name)` (called from several threads at once when the plan has
-  // workers), recording a failed move's status for each of its objects.
+  // workers), recording a failed move's status for each of its objects (for a read whose
+  // transport reports each range's outcome, SegmentRanges::range_status, only for the objects
+  // of the ranges that failed).
   // `checksums` (writes only; null: none): sized like `per_object`, receives ChecksumOf of
   // each written object's memory, computed by the thread that moves the object's first
   // replica right before the transport reads it (SegmentRanges::before_ranges), so a batch's
@@ -68,6 +70,7 @@ class TransferPlan {
                                                            ? HashedBy(parts, per_object.size())
                                                            : std::vector<std::vector<size_t>>{};
     std::vector<Status> part_status(parts.size());
+    std::vector<std::vector<Status>> range_status(parts.size());  // reads: set when failed
     auto run_part = [&](size_t p) {
       const TransferPart& part = parts[p];
       const SegmentMoves& m = *part.moves;
@@ -81,7 +84,14 @@ class TransferPlan {
       std::span<const iovec> memory(m.memory.data() + mem_first, mem_last - mem_first);
       transfer::Transport& t = transport_for(*part.segment_name);
       if (!write) {
+        // Each range's own outcome, when the transport can tell: a corrupt object fails its
+        // own key, not every key of the request.
+        std::vector<Status> each;
+        where.range_status = &each;
         part_status[p] = t.Read(where, memory, deadline);
+        if (!part_status[p].ok() && each.size() == part.last - part.first) {
+          range_status[p] = std::move(each);
+        }
         return;
       }
       if (hashed_by.empty() || hashed_by[p].empty()) {
@@ -118,9 +128,12 @@ class TransferPlan {
     for (size_t p = 0; p < parts.size(); ++p) {
       if (part_status[p].ok()) continue;
       failed_.try_emplace(*parts[p].segment_name, part_status[p]);
+      const std::vector<Status>& each = range_status[p];
       for (size_t r = parts[p].first; r < parts[p].last; ++r) {
+        const Status& failed = each.empty() ? part_status[p] : each[r - parts[p].first];
+        if (failed.ok()) continue;
         Status& st = per_object[parts[p].moves->objects[r]];
-        if (st.ok()) st = part_status[p];
+        if (st.ok()) st = failed;
       }
     }
   }

@@ -22,6 +22,9 @@ class MemoryTransport : public transfer::Transport {
   }
   std::vector<uint8_t> segment;
   uint64_t fail_offset = UINT64_MAX;
+  // Reads: fail only the range at fail_offset (CHECKSUM_MISMATCH), reporting each range's
+  // outcome in SegmentRanges::range_status, as a disk host's trailer does.
+  bool report_each = false;
   std::mutex mu;
   int calls = 0;
 
@@ -32,8 +35,16 @@ class MemoryTransport : public transfer::Transport {
       ++calls;
     }
     size_t mi = 0, moff = 0;
-    for (const auto& r : where.ranges) {
-      if (r.offset() == fail_offset) return Status(ErrorCode::TRANSFER_FAIL, "injected");
+    std::vector<Status> each(where.ranges.size());
+    Status first;
+    for (size_t k = 0; k < where.ranges.size(); ++k) {
+      const rpc::Range& r = where.ranges[k];
+      if (r.offset() == fail_offset && report_each && !write && where.range_status != nullptr) {
+        each[k] = Status(ErrorCode::CHECKSUM_MISMATCH, "injected");
+        if (first.ok()) first = each[k];
+      } else if (r.offset() == fail_offset) {
+        return Status(ErrorCode::TRANSFER_FAIL, "injected");
+      }
       for (uint64_t done = 0; done < r.length();) {
         const size_t n = std::min<uint64_t>(r.length() - done, mem[mi].iov_len - moff);
         uint8_t* seg = segment.data() + r.offset() + done;
@@ -44,7 +55,8 @@ class MemoryTransport : public transfer::Transport {
         if (moff == mem[mi].iov_len) ++mi, moff = 0;
       }
     }
-    return Status::Ok();
+    if (!first.ok()) *where.range_status = std::move(each);
+    return first;
   }
 };
 
@@ -106,6 +118,39 @@ TEST(TransferPlanTest, ParallelPartsMoveEveryByteOnceAndReportFailuresPerObject)
 
 // A put's checksums come out of the run: one per written object, whatever its replica count
 // and however its memory is split, equal to hashing the object's bytes on their own.
+// A read whose transport reports each range's outcome fails only the object of the bad range;
+// one that cannot tell fails every object of the request, as before.
+TEST(TransferPlanTest, ARangeFailedOnItsOwnFailsOnlyItsObject) {
+  constexpr size_t kObjects = 40;
+  constexpr uint64_t kObj = 4096;
+  for (bool report_each : {true, false}) {
+    MemoryTransport seg(kObjects * kObj);
+    for (size_t i = 0; i < seg.segment.size(); ++i) seg.segment[i] = static_cast<uint8_t>(i / 7);
+    seg.fail_offset = 17 * kObj;
+    seg.report_each = report_each;
+    std::vector<uint8_t> dst(kObjects * kObj, 0);
+    TransferPlan plan;
+    for (size_t i = 0; i < kObjects; ++i) {
+      ASSERT_TRUE(
+          plan.Add(i, ReplicaAt("a", i * kObj, kObj), {{dst.data() + i * kObj, kObj}}).ok());
+    }
+    std::vector<Status> per_object(kObjects);
+    plan.Run(
+        false, [&](const std::string&) -> transfer::Transport& { return seg; }, Deadline::max(),
+        per_object);
+    for (size_t i = 0; i < kObjects; ++i) {
+      if (!report_each) {
+        EXPECT_EQ(per_object[i].code(), ErrorCode::TRANSFER_FAIL) << i;
+      } else if (i == 17) {
+        EXPECT_EQ(per_object[i].code(), ErrorCode::CHECKSUM_MISMATCH);
+      } else {
+        ASSERT_TRUE(per_object[i].ok()) << i << ": " << per_object[i].ToString();
+        EXPECT_EQ(std::memcmp(dst.data() + i * kObj, seg.segment.data() + i * kObj, kObj), 0) << i;
+      }
+    }
+  }
+}
+
 TEST(TransferPlanTest, WritesHashEachObjectOnceAsTheyMove) {
   constexpr size_t kObjects = 24;
   constexpr uint64_t kObj = 1 << 20;

@@ -37,6 +37,8 @@ const char* Reason(int status) {
       return "Method Not Allowed";
     case 413:
       return "Payload Too Large";
+    case 414:
+      return "URI Too Long";
     case 431:
       return "Request Header Fields Too Large";
     case 500:
@@ -53,13 +55,23 @@ std::string Serialize(const HttpResponse& r) {
       "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n", r.status,
       Reason(r.status), r.content_type, r.body.size());
   if (r.status == 401) out += "WWW-Authenticate: Bearer\r\n";
+  if (!r.allow.empty()) out += "Allow: " + r.allow + "\r\n";
   out += "\r\n";
   out += r.body;
   return out;
 }
 
-HttpResponse Text(int status, std::string body) {
-  return HttpResponse{status, "text/plain", std::move(body)};
+// The server's own refusals (before any handler): JSON, as the admin endpoints answer.
+// `message` is ours (ASCII, no quotes to escape beyond the few below).
+HttpResponse Refuse(int status, std::string_view message) {
+  std::string escaped;
+  for (char c : message) {
+    if (c == '"' || c == '\\') escaped += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) escaped += c;
+  }
+  return HttpResponse{status, "application/json",
+                      fmt::format("{{\"status\": {}, \"error\": \"{}\", \"message\": \"{}\"}}\n",
+                                  status, Reason(status), escaped)};
 }
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
@@ -107,6 +119,10 @@ bool ParseHead(std::string_view head, Request& req, std::string& error) {
   }
   req.method = std::string(line.substr(0, sp1));
   std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  if (!ValidUrlEscapes(target)) {
+    error = "bad percent-escape in the URL: '%' must start two hex digits (write '%' as %25)";
+    return false;
+  }
   size_t q = target.find('?');
   req.path = UrlDecode(target.substr(0, q), /*plus_is_space=*/false);
   if (q != std::string_view::npos) ParseUrlParams(target.substr(q + 1), req.params);
@@ -166,6 +182,16 @@ std::string UrlDecode(std::string_view s, bool plus_is_space) {
     }
   }
   return out;
+}
+
+bool ValidUrlEscapes(std::string_view s) {
+  auto hex = [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; };
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') continue;
+    if (i + 2 >= s.size() || !hex(s[i + 1]) || !hex(s[i + 2])) return false;
+    i += 2;
+  }
+  return true;
 }
 
 void ParseUrlParams(std::string_view query, HttpParams& out) {
@@ -228,7 +254,7 @@ asio::awaitable<void> HttpServer::Running::Serve(asio::ip::tcp::socket socket) {
   if (open.size() >= owner.limits_.max_connections) {
     auto victim = std::find_if(open.begin(), open.end(), [](Conn* c) { return c->reading; });
     if (victim == open.end()) {
-      std::string refused = Serialize(Text(503, "too many connections\n"));
+      std::string refused = Serialize(Refuse(503, "too many connections"));
       co_await asio::async_write(conn.socket, asio::buffer(refused), kAsTuple);
       co_return;
     }
@@ -252,6 +278,17 @@ asio::awaitable<void> HttpServer::Running::Serve(asio::ip::tcp::socket socket) {
     co_await asio::async_write(conn.socket, asio::buffer(out), kAsTuple);
     asio::error_code ignored;
     conn.socket.shutdown(asio::socket_base::shutdown_send, ignored);
+    if (response.status == 413 || response.status == 414 || response.status == 431) {
+      // Refused before the whole request was read: closing with unread bytes would reset the
+      // connection and the client might lose the answer. Read and drop the rest (up to 1 MiB,
+      // within the connection's deadline) until the client closes.
+      char sink[4096];
+      for (size_t dropped = 0; dropped < (1u << 20);) {
+        auto [rec, rn] = co_await conn.socket.async_read_some(asio::buffer(sink), kAsTuple);
+        if (rec) break;
+        dropped += rn;
+      }
+    }
   }
   *alive = nullptr;
   deadline.cancel();
@@ -264,14 +301,20 @@ asio::awaitable<HttpResponse> HttpServer::Running::Answer(Conn& conn) {
   std::string buf;
   auto [ec, n] = co_await asio::async_read_until(
       conn.socket, asio::dynamic_buffer(buf, kMaxHeadBytes), "\r\n\r\n", kAsTuple);
-  if (ec == asio::error::not_found) co_return Text(431, "request head too large\n");
+  if (ec == asio::error::not_found) {
+    // The request line alone over the cap is a URL too long; else the headers are too large.
+    if (buf.find("\r\n") == std::string::npos) {
+      co_return Refuse(414, "URL too long: the request line is over 16 KiB");
+    }
+    co_return Refuse(431, "request head too large: over 16 KiB");
+  }
   if (ec) co_return HttpResponse{0, "", ""};
   Request req;
   std::string error;
   if (!ParseHead(std::string_view(buf).substr(0, n - 2), req, error)) {
-    co_return Text(400, error + "\n");
+    co_return Refuse(400, error);
   }
-  if (req.content_length > kMaxBodyBytes) co_return Text(413, "request body too large\n");
+  if (req.content_length > kMaxBodyBytes) co_return Refuse(413, "request body over 16 KiB");
   std::string body = buf.substr(n);
   if (body.size() < req.content_length) {
     size_t have = body.size();
@@ -281,7 +324,12 @@ asio::awaitable<HttpResponse> HttpServer::Running::Answer(Conn& conn) {
     if (bec) co_return HttpResponse{0, "", ""};
   }
   body.resize(req.content_length);
-  if (req.form) ParseUrlParams(body, req.params);
+  if (req.form) {
+    if (!ValidUrlEscapes(body)) {
+      co_return Refuse(400, "bad percent-escape in the form body: '%' must start two hex digits");
+    }
+    ParseUrlParams(body, req.params);
+  }
   conn.reading = false;
   // The handler runs on the pool; the connection waits without holding the I/O thread.
   co_await asio::post(pool, asio::use_awaitable);
@@ -294,19 +342,22 @@ HttpResponse HttpServer::Running::Dispatch(const Request& req) const {
   const HttpHandlers& h = owner.handlers_;
   try {
     if (req.method == "GET") return h.get(req.path, req.params);
-    if (req.method != "POST") return Text(405, "method not allowed\n");
-    if (!h.post) return Text(405, "method not allowed\n");
-    if (!h.post_enabled) return Text(403, h.post_disabled_reason + "\n");
+    if (req.method != "POST" || !h.post) {
+      HttpResponse r = Refuse(405, fmt::format("method {} not allowed", req.method.substr(0, 16)));
+      r.allow = h.post ? "GET, POST" : "GET";
+      return r;
+    }
+    if (!h.post_enabled) return Refuse(403, h.post_disabled_reason);
     if (!h.post_secret.empty() &&
         !ConstantTimeEquals(req.authorization, "Bearer " + h.post_secret)) {
       spdlog::warn("{}: refusing POST {}: no valid Authorization: Bearer <pool secret>",
                    owner.name_, req.path);
-      return Text(401, "this endpoint needs \"Authorization: Bearer <pool secret>\"\n");
+      return Refuse(401, "this endpoint needs \"Authorization: Bearer <pool secret>\"");
     }
     return h.post(req.path, req.params);
   } catch (const std::exception& e) {
     spdlog::error("{} path={} error={}", owner.name_, req.path, e.what());
-    return Text(500, fmt::format("internal error: {}\n", e.what()));
+    return Refuse(500, fmt::format("internal error: {}", e.what()));
   }
 }
 

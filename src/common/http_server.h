@@ -39,6 +39,7 @@ struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  std::string allow;  // a 405's "Allow" header: the methods the path takes ("POST")
 };
 
 using HttpParams = std::multimap<std::string, std::string>;
@@ -94,6 +95,9 @@ class HttpServer {
 // Decodes %XX escapes (and '+' as a space when `plus_is_space`, as in a query). Malformed
 // escapes are kept as they are.
 std::string UrlDecode(std::string_view s, bool plus_is_space);
+// True when every '%' in `s` starts an escape of two hex digits (what UrlDecode decodes; the
+// server answers 400 to a request whose URL or form body has another).
+bool ValidUrlEscapes(std::string_view s);
 // Splits "a=1&b=%41" into URL-decoded pairs, appended to `out`.
 void ParseUrlParams(std::string_view query, HttpParams& out);
 

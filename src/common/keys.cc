@@ -126,4 +126,12 @@ std::string PrintableBytes(std::string_view bytes) {
   return out;
 }
 
+std::string ShownKey(std::string_view key) {
+  if (key.size() <= kShownKeyBytes) return PrintableBytes(key);
+  // Cut at a character boundary: back off over UTF-8 continuation bytes (at most 3).
+  size_t cut = kShownKeyBytes;
+  for (int i = 0; i < 3 && cut > 0 && (static_cast<uint8_t>(key[cut]) & 0xc0) == 0x80; ++i) --cut;
+  return PrintableBytes(key.substr(0, cut)) + "...(" + std::to_string(key.size()) + " bytes)";
+}
+
 }  // namespace kvpool

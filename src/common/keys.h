@@ -35,4 +35,10 @@ Result<std::vector<std::string_view>> UnpackKeys(std::string_view packed);
 // UTF-8); this is how they are displayed. Thread-safe (pure).
 std::string PrintableBytes(std::string_view bytes);
 
+// A key as messages show it: PrintableBytes of the whole key when it has at most
+// kShownKeyBytes bytes, else of its first kShownKeyBytes and "...(N bytes)", so a 4 KiB key
+// does not fill a screen. Thread-safe (pure).
+inline constexpr size_t kShownKeyBytes = 128;
+std::string ShownKey(std::string_view key);
+
 }  // namespace kvpool

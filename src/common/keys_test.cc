@@ -46,6 +46,15 @@ TEST(PackedKeysTest, TruncatedOrMalformedIsInvalidParams) {
   EXPECT_EQ(UnpackKeys(std::string(6, '\xff')).code(), ErrorCode::INVALID_PARAMS);
 }
 
+TEST(ShownKeyTest, LongKeysAreCutWithTheirLength) {
+  EXPECT_EQ(ShownKey("page-1"), "page-1");
+  EXPECT_EQ(ShownKey(std::string(128, 'k')), std::string(128, 'k'));
+  EXPECT_EQ(ShownKey(std::string(4096, 'k')), std::string(128, 'k') + "...(4096 bytes)");
+  // Never cut inside a UTF-8 character.
+  std::string euro = std::string(127, 'a') + "\xe2\x82\xac" + std::string(100, 'b');
+  EXPECT_EQ(ShownKey(euro), std::string(127, 'a') + "...(230 bytes)");
+}
+
 TEST(PrintableBytesTest, ValidUtf8PassesAndEverythingElseIsEscaped) {
   EXPECT_EQ(PrintableBytes("page-1/layer 3"), "page-1/layer 3");
   EXPECT_EQ(PrintableBytes("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),

@@ -191,6 +191,9 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const DiskTierOptions& options)
   KVPOOL_RETURN_IF_ERROR(ValidateOptions(options));
   KVPOOL_RETURN_IF_ERROR(CheckDir(options.dir));
   std::string data_path = options.dir + "/kvpool-disk.data";
+  // A file this call creates is removed again should the tier not open (no empty file left).
+  struct stat before {};
+  const bool existed = ::stat(data_path.c_str(), &before) == 0;
   bool direct = false;
   auto fd = OpenData(data_path, options.direct_io, &direct);
   if (!fd.ok()) return fd.status();
@@ -203,6 +206,7 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const DiskTierOptions& options)
   }
   Status st = Preallocate(*fd, options.dir, data_path, options.size);
   if (!st.ok()) {
+    if (!existed) ::unlink(data_path.c_str());  // still locked: nobody else opened it
     ::close(*fd);
     return st;
   }
@@ -226,11 +230,17 @@ Result<std::unique_ptr<DiskTier>> DiskTier::Open(const DiskTierOptions& options)
         "corrupt tail); dropped them",
         options.dir, replayed.dropped_bytes);
   }
-  if (replayed.layout_changed) {
+  if (replayed.old_alignment != 0) {
     spdlog::warn(
-        "disk tier {}: size or alignment changed since the last run; its objects were "
-        "dropped",
-        options.dir);
+        "disk tier {}: alignment changed since the last run ({} -> {} bytes): its {} objects "
+        "were dropped",
+        options.dir, replayed.old_alignment, options.alignment, replayed.dropped_objects);
+  } else if (replayed.old_capacity != 0) {
+    spdlog::warn(
+        "disk tier {}: size changed since the last run ({} -> {} bytes): kept the {} objects "
+        "that fit, dropped {} that lay beyond the new size",
+        options.dir, replayed.old_capacity, tier->allocator_.capacity(), replayed.live.size(),
+        replayed.dropped_objects);
   }
   size_t listed = replayed.live.size();
   tier->Adopt(std::move(replayed.live));
@@ -290,7 +300,7 @@ void DiskTier::NoteIoError(const Status& st) {
   if (!io_error_logged_.exchange(true)) {
     spdlog::error(
         "disk tier {}: {} (further disk I/O errors are counted in "
-        "kvpool_disk_io_errors_total, not logged)",
+        "kvpool_node_disk_io_errors_total, not logged)",
         dir_, st.ToString());
   }
 }
@@ -415,70 +425,83 @@ Status DiskTier::Read(std::span<const ReadOp> ops, std::shared_ptr<const void> p
   return ReadEach(ops, std::move(pin), {});
 }
 
+std::vector<Status> DiskTier::ReadSeparately(std::span<const ReadOp> ops,
+                                             std::shared_ptr<const void> pin) {
+  std::vector<Status> out(ops.size());
+  (void)ReadEach(ops, std::move(pin), [&](size_t i, const Status& st) { out[i] = st; });
+  return out;
+}
+
 Status DiskTier::ReadEach(std::span<const ReadOp> ops, std::shared_ptr<const void> pin,
                           const std::function<void(size_t, const Status&)>& on_op) {
   std::vector<bool> reported(ops.size(), false);
-  auto report_rest = [&](const Status& st) {
-    if (!on_op) return;
-    for (size_t i = 0; i < ops.size(); ++i) {
-      if (!reported[i]) on_op(i, st);
-    }
+  Status first_error;
+  auto report = [&](size_t i, const Status& st) {
+    reported[i] = true;
+    if (!st.ok() && first_error.ok()) first_error = st;
+    if (on_op) on_op(i, st);
   };
   std::vector<IoOp> io;
   io.reserve(ops.size());
-  std::vector<std::pair<std::string, uint64_t>> expect;  // key, checksum per op
+  std::vector<size_t> op_of;  // index in `ops` of each io
+  op_of.reserve(ops.size());
+  std::vector<std::pair<std::string, uint64_t>> expect;  // key, checksum per io
   expect.reserve(ops.size());
   {
     std::lock_guard lock(mu_);
-    for (const ReadOp& op : ops) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const ReadOp& op = ops[i];
       auto it = by_offset_.find(op.offset);
       if (it == by_offset_.end() || it->second.obj.size != op.length) {
-        Status st(ErrorCode::INVALID_READ, fmt::format("disk tier {}: no object of {} bytes at "
-                                                       "offset {}",
-                                                       dir_, op.length, op.offset));
-        report_rest(st);
-        return st;
+        // This op alone fails: the others are listed objects and are read.
+        report(i, Status(ErrorCode::INVALID_READ,
+                         fmt::format("disk tier {}: no object of {} bytes at offset {}", dir_,
+                                     op.length, op.offset)));
+        continue;
       }
       lru_.splice(lru_.end(), lru_, it->second.lru);
       expect.emplace_back(it->second.obj.key, it->second.obj.checksum);
       io.push_back(IoOp{false, op.offset, op.dst, Reserved(op.length)});
+      op_of.push_back(i);
     }
   }
-  // Each op is checked as it lands, on this thread, while the rest are still on the disk.
-  Status mismatch;
-  uint64_t bytes = 0;
-  auto check = [&](size_t i) {
+  if (io.empty()) return first_error;
+  // Each op is checked as it lands, on this thread, while the rest are still on the disk; a
+  // mismatch fails that op alone.
+  uint64_t bytes = 0, good = 0;
+  auto check = [&](size_t j) {
+    const size_t i = op_of[j];
     Status st;
-    if (ChecksumOf(ops[i].dst, ops[i].length) != expect[i].second) {
+    if (ChecksumOf(ops[i].dst, ops[i].length) != expect[j].second) {
       checksum_failures_.fetch_add(1, std::memory_order_relaxed);
       spdlog::warn(
           "disk tier {}: key={} offset={} size={} fails its checksum (a torn write or "
           "a flipped bit); not served",
-          dir_, expect[i].first, ops[i].offset, ops[i].length);
+          dir_, expect[j].first, ops[i].offset, ops[i].length);
       st = Status(ErrorCode::CHECKSUM_MISMATCH,
                   fmt::format("disk tier {}: key={} offset={} fails its checksum", dir_,
-                              expect[i].first, ops[i].offset));
-      if (mismatch.ok()) mismatch = st;
+                              expect[j].first, ops[i].offset));
     } else {
       bytes += ops[i].length;
+      ++good;
     }
-    reported[i] = true;
-    if (on_op) on_op(i, st);
+    report(i, st);
   };
   uint64_t start = NowNs();
   UringQueue& ring = *reads_[next_read_ring_.fetch_add(1, std::memory_order_relaxed) % kReadRings];
   Status st =
       ring.Run(fd_, io, "disk tier data file", DeadlineAfter(io_timeout_), std::move(pin), check);
   read_ns_.fetch_add(NowNs() - start, std::memory_order_relaxed);
-  if (!st.ok()) {
-    NoteIoError(st);
-    report_rest(st);
-    return st;
-  }
-  if (!mismatch.ok()) return mismatch;
   bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
-  objects_read_.fetch_add(ops.size(), std::memory_order_relaxed);
-  return Status::Ok();
+  objects_read_.fetch_add(good, std::memory_order_relaxed);
+  if (!st.ok()) {
+    // The ops that ended before the error keep their own result; the rest share the error.
+    NoteIoError(st);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (!reported[i]) report(i, st);
+    }
+  }
+  return first_error;
 }
 
 DiskTierStats DiskTier::stats() const {

@@ -154,14 +154,20 @@ class DiskTier {
     uint8_t* dst = nullptr;
   };
   // Reads listed objects and checks each against its checksum (touching the LRU).
-  // Errors (the first, naming key and offset): INVALID_READ (no object listed at offset with
-  // that size); CHECKSUM_MISMATCH; FILE_READ_FAIL (I/O error, or io_timeout passed). `pin`
-  // owns the dst buffers, as for Write.
+  // Each op succeeds or fails on its own: one op's failure never fails the others' bytes.
+  // Returns OK when every op read intact, else the first failure (naming key and offset):
+  // INVALID_READ (no object listed at offset with that size); CHECKSUM_MISMATCH; FILE_READ_FAIL
+  // (I/O error, or io_timeout passed). Use ReadSeparately to learn which ops failed. `pin` owns
+  // the dst buffers, as for Write.
   Status Read(std::span<const ReadOp> ops, std::shared_ptr<const void> pin = {});
-  // As Read, reporting each op as soon as it ends, while later ones are still on the disk:
-  // `on_op(i, status)` is called once per op, on the calling thread, with OK (its bytes are in
-  // and match their checksum), CHECKSUM_MISMATCH, or the batch's error for every op not
-  // reported before it (an I/O error, the deadline, INVALID_READ). Returns the first error.
+  // As Read, one status per op: OK (its bytes are in `dst` and match their checksum),
+  // INVALID_READ, CHECKSUM_MISMATCH, or FILE_READ_FAIL (the batch's I/O error or deadline, for
+  // every op not ended before it).
+  std::vector<Status> ReadSeparately(std::span<const ReadOp> ops,
+                                     std::shared_ptr<const void> pin = {});
+  // As ReadSeparately, reporting each op as soon as it ends, while later ones are still on the
+  // disk: `on_op(i, status)` is called once per op, on the calling thread (an op not listed is
+  // reported INVALID_READ before any I/O). Returns the first error.
   Status ReadEach(std::span<const ReadOp> ops, std::shared_ptr<const void> pin,
                   const std::function<void(size_t, const Status&)>& on_op);
   // The listed object at `offset` with `length` bytes, if any.

@@ -220,6 +220,112 @@ TEST(DiskTierTest, BitFlipInDataFileIsChecksumMismatchNeverWrongBytes) {
   EXPECT_EQ(t->stats().checksum_failures, 1u);
 }
 
+// Flips one bit of the data file at `at`.
+void FlipBit(const std::string& dir, uint64_t at) {
+  int fd = ::open((dir + "/kvpool-disk.data").c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  uint8_t b = 0;
+  ASSERT_EQ(::pread(fd, &b, 1, static_cast<off_t>(at)), 1);
+  b ^= 0x10;
+  ASSERT_EQ(::pwrite(fd, &b, 1, static_cast<off_t>(at)), 1);
+  ::fsync(fd);
+  ::close(fd);
+}
+
+TEST(DiskTierTest, OneCorruptObjectFailsAloneInABatchRead) {
+  TempDir dir;
+  constexpr int kObjects = 40;
+  std::vector<DiskObject> objs;
+  {
+    auto t = MustOpen(dir.path(), 16 * kMiB);
+    ASSERT_TRUE(t);
+    for (int i = 0; i < kObjects; ++i) {
+      auto w = WriteOne(*t, "p" + std::to_string(i), Bytes(256 * kKiB, 100 + i));
+      ASSERT_TRUE(w.ok()) << w.status().ToString();
+      objs.push_back(*w);
+    }
+  }
+  FlipBit(dir.path(), objs[7].offset + 4321);
+  FlipBit(dir.path(), objs[30].offset + 9);
+  auto t = MustOpen(dir.path(), 16 * kMiB);
+  ASSERT_TRUE(t);
+  std::vector<AlignedBuffer> bufs;
+  std::vector<DiskTier::ReadOp> ops;
+  for (const DiskObject& o : objs) {
+    bufs.emplace_back(o.size, t->alignment());
+    ops.push_back(DiskTier::ReadOp{o.offset, o.size, bufs.back().data()});
+  }
+  // One op names no listed object: it fails alone too.
+  AlignedBuffer stray(4096, t->alignment());
+  ops.push_back(DiskTier::ReadOp{objs[3].offset, 4096, stray.data()});
+  std::vector<Status> got = t->ReadSeparately(ops);
+  ASSERT_EQ(got.size(), ops.size());
+  for (int i = 0; i < kObjects; ++i) {
+    if (i == 7 || i == 30) {
+      EXPECT_EQ(got[i].code(), ErrorCode::CHECKSUM_MISMATCH) << i;
+      EXPECT_NE(got[i].message().find("key=p" + std::to_string(i)), std::string::npos);
+      continue;
+    }
+    ASSERT_TRUE(got[i].ok()) << i << ": " << got[i].ToString();
+    EXPECT_EQ(std::vector<uint8_t>(bufs[i].data(), bufs[i].data() + objs[i].size),
+              Bytes(256 * kKiB, 100 + i))
+        << i;
+  }
+  EXPECT_EQ(got[kObjects].code(), ErrorCode::INVALID_READ);
+  EXPECT_EQ(t->stats().checksum_failures, 2u);
+  EXPECT_EQ(t->stats().reads, static_cast<uint64_t>(kObjects - 2));
+  // Read still answers the batch's first failure, and ReadEach reports every op once.
+  EXPECT_FALSE(t->Read(ops).ok());
+  std::vector<int> calls(ops.size(), 0);
+  Status first = t->ReadEach(ops, nullptr, [&](size_t i, const Status&) { ++calls[i]; });
+  EXPECT_FALSE(first.ok());
+  EXPECT_EQ(calls, std::vector<int>(ops.size(), 1));
+}
+
+// Issue 33: a changed size keeps every object that still fits (the log says how many it kept
+// and dropped); a changed alignment drops all. Before, a size change logged "dropped" and
+// adopted them anyway.
+TEST(DiskTierTest, SizeChangeKeepsWhatFitsAlignmentChangeDropsAll) {
+  TempDir dir;
+  std::vector<DiskObject> objs;
+  {
+    auto t = MustOpen(dir.path(), 8 * kMiB);
+    ASSERT_TRUE(t);
+    for (int i = 0; i < 6; ++i) {  // 6 x 1 MiB: offsets 0 .. 5 MiB
+      auto w = WriteOne(*t, "s" + std::to_string(i), Bytes(kMiB, 200 + i));
+      ASSERT_TRUE(w.ok()) << w.status().ToString();
+      objs.push_back(*w);
+    }
+  }
+  {
+    auto t = MustOpen(dir.path(), 3 * kMiB);  // shrunk: objects at 0, 1 and 2 MiB fit
+    ASSERT_TRUE(t);
+    std::vector<DiskObject> kept = t->Objects();
+    ASSERT_EQ(kept.size(), 3u);
+    for (const DiskObject& o : kept) {
+      EXPECT_LT(o.offset + o.size, 3 * kMiB + 1);
+      auto got = ReadOne(*t, o);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      EXPECT_EQ(*got, Bytes(kMiB, 200 + std::stoi(o.key.substr(1))));
+    }
+  }
+  {
+    auto t = MustOpen(dir.path(), 16 * kMiB);  // grown: the three kept stay
+    ASSERT_TRUE(t);
+    EXPECT_EQ(t->Objects().size(), 3u);
+  }
+  {
+    auto t = DiskTier::Open(DiskTierOptions{dir.path(), 16 * kMiB, 8, 8192});
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    EXPECT_TRUE((*t)->Objects().empty());  // another alignment: dropped
+  }
+  {
+    auto t = MustOpen(dir.path(), 16 * kMiB);  // nor do they come back with the old one
+    ASSERT_TRUE(t);
+    EXPECT_TRUE(t->Objects().empty());
+  }
+}
+
 TEST(DiskTierTest, FullTierRefusesThenLruVictimsMakeRoom) {
   TempDir dir;
   auto t = MustOpen(dir.path(), 1 * kMiB);

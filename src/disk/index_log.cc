@@ -114,17 +114,20 @@ Result<std::unique_ptr<IndexLog>> IndexLog::Open(const std::string& path, uint64
   std::vector<LogRecord> records = DecodeRecords(*data, &valid);
   out->dropped_bytes = data->size() - valid;
   std::map<uint64_t, LogRecord> live;
+  bool foreign = false;  // the records since the last header are of another alignment
   for (LogRecord& r : records) {
     switch (r.type) {
       case LogRecord::kHeader:
-        if (r.size != alignment || r.offset != capacity) {
-          out->layout_changed = true;
+        foreign = r.size != alignment;
+        if (foreign) {
+          out->old_alignment = r.size;
           live.clear();
         }
+        if (r.offset != capacity) out->old_capacity = r.offset;
         break;
       case LogRecord::kAdd:
-        if (r.offset % alignment == 0 && r.size > 0 && r.offset < capacity &&
-            r.size <= capacity - r.offset && r.checksum != 0 && !r.key.empty()) {
+        if (!foreign && r.offset % alignment == 0 && r.size > 0 && r.checksum != 0 &&
+            !r.key.empty()) {
           live[r.offset] = std::move(r);
         }
         break;
@@ -132,6 +135,25 @@ Result<std::unique_ptr<IndexLog>> IndexLog::Open(const std::string& path, uint64
         live.erase(r.offset);
         break;
     }
+  }
+  // Those that lie wholly in the data file as it is now sized are kept.
+  for (auto it = live.begin(); it != live.end();) {
+    const LogRecord& r = it->second;
+    if (r.offset < capacity && r.size <= capacity - r.offset) {
+      ++it;
+    } else {
+      ++out->dropped_objects;
+      it = live.erase(it);
+    }
+  }
+  if (out->old_alignment != 0) {
+    // Count what the alignment change dropped: every ADD not deleted under the old layout.
+    std::map<uint64_t, bool> old_live;
+    for (const LogRecord& r : records) {
+      if (r.type == LogRecord::kAdd) old_live[r.offset] = true;
+      if (r.type == LogRecord::kDel) old_live.erase(r.offset);
+    }
+    out->dropped_objects = old_live.size();
   }
   // Overlaps cannot come from a consistent log; keep the first of two that overlap.
   uint64_t end = 0;

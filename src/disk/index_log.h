@@ -43,10 +43,16 @@ class IndexLog {
   struct Replayed {
     std::vector<LogRecord> live;  // ADDs not deleted since, ascending by offset
     uint64_t dropped_bytes = 0;   // log bytes after the first bad record
-    bool layout_changed = false;  // capacity or alignment differ: everything was dropped
+    // The last run's layout, when it differs from this one's (0: unchanged or no log).
+    uint64_t old_capacity = 0;
+    uint64_t old_alignment = 0;
+    // Live objects dropped for the new layout: every one when the alignment changed, those
+    // that no longer fit when only the capacity did (the rest are kept, in `live`).
+    uint64_t dropped_objects = 0;
   };
   // Replays the log at `path` (missing: empty), keeps the live ADDs that fit the layout
-  // (`capacity`, `alignment`; a changed alignment drops all), and rewrites it compactly.
+  // (`capacity`, `alignment`): a changed capacity keeps every object that lies wholly inside
+  // the new one, a changed alignment drops all. Then rewrites it compactly.
   static Result<std::unique_ptr<IndexLog>> Open(const std::string& path, uint64_t capacity,
                                                 uint64_t alignment, Replayed* out);
   ~IndexLog();

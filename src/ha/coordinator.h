@@ -44,6 +44,11 @@ class Coordinator {
   virtual Status Resign(Deadline deadline) = 0;
   // Who leads now.
   virtual Result<LeaderRecord> Leader(Deadline deadline) = 0;
+  // Removes `stale` (revoking its lease) if it is still the leader record: for a record the
+  // caller knows leads nothing (its own address while it is a standby: a term it lost, whose
+  // lease outlived an outage of the coordinator). A newer record is left alone. OK also when
+  // `stale` is gone already.
+  virtual Status ClearStale(const LeaderRecord& stale, Deadline deadline) = 0;
   // The lease's time to live.
   virtual std::chrono::seconds lease_ttl() const = 0;
   // "etcd://h1:2379;h2:2379/cluster", for messages.

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 namespace kvpool::ha {
 namespace {
 
@@ -11,6 +13,42 @@ constexpr std::string_view kForm = "etcd://host:port[;host:port...][/cluster_id]
 Status BadAddress(std::string_view what, std::string_view text, std::string_view why) {
   return Status(ErrorCode::INVALID_PARAMS, fmt::format("{}='{}': {}; expected host:port or {}",
                                                        what, text.substr(0, 256), why, kForm));
+}
+
+constexpr std::string_view kHttp = "http://";
+constexpr std::string_view kMemberForm = "host:port or http://host:port";
+
+bool StartsWithNoCase(std::string_view text, std::string_view prefix) {
+  if (text.size() < prefix.size()) return false;
+  for (size_t i = 0; i < prefix.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(text[i])) != prefix[i]) return false;
+  }
+  return true;
+}
+
+// One etcd member as etcd users write it: "host[:port]" or "http://host[:port][/]" (the scheme
+// is stripped). Refused, naming the right form: another scheme (https: kvpool speaks plain
+// HTTP to etcd), user info ("user@"), a path.
+Result<rpc::Endpoint> ParseEtcdMember(std::string_view member, std::string_view text,
+                                      std::string_view what) {
+  auto bad = [&](std::string_view why) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("{}='{}': etcd member '{}' {}; write each member as {}", what,
+                              text.substr(0, 256), member.substr(0, 256), why, kMemberForm));
+  };
+  if (StartsWithNoCase(member, kHttp)) {
+    member.remove_prefix(kHttp.size());
+    if (!member.empty() && member.back() == '/') member.remove_suffix(1);
+  } else if (StartsWithNoCase(member, "https://")) {
+    return bad("uses https: kvpool talks to etcd over plain HTTP only");
+  } else if (member.find("://") != std::string_view::npos) {
+    return bad("has a scheme other than http://");
+  }
+  if (member.find('@') != std::string_view::npos) {
+    return bad("has user info (user@): kvpool does not log in to etcd");
+  }
+  if (member.find('/') != std::string_view::npos) return bad("has a path");
+  return rpc::ParseEndpoint(member, kDefaultEtcdPort, what);
 }
 
 }  // namespace
@@ -42,7 +80,7 @@ Result<std::vector<rpc::Endpoint>> ParseEtcdEndpoints(std::string_view text,
                     fmt::format("{}='{}': an empty etcd member; list them as host:port;host:port",
                                 what, text.substr(0, 256)));
     }
-    auto ep = rpc::ParseEndpoint(member, kDefaultEtcdPort, what);
+    auto ep = ParseEtcdMember(member, text, what);
     if (!ep.ok()) return ep.status();
     out.push_back(std::move(ep).value());
     begin = end + 1;
@@ -76,6 +114,18 @@ Result<MasterAddress> ParseMasterAddress(std::string_view text, uint16_t default
   }
   a.via_etcd = true;
   std::string_view rest = text.substr(kScheme.size());
+  // etcd:// is the scheme: members after it are bare host:port (a second scheme would be read
+  // as members and a cluster id), and kvpool does not log in to etcd (no user@).
+  if (rest.find("://") != std::string_view::npos) {
+    return BadAddress(what, text,
+                      "write the etcd members after etcd:// without a scheme of their own "
+                      "(etcd://h1:2379;h2:2379/id, not etcd://http://h1:2379)");
+  }
+  if (rest.find('@') != std::string_view::npos) {
+    return BadAddress(what, text,
+                      "user info (user@) is not supported: kvpool does not log in to "
+                      "etcd");
+  }
   // A '/' after the members starts the cluster id (IPv6 members are bracketed, no '/').
   size_t slash = rest.find('/');
   std::string_view members = rest.substr(0, slash);

@@ -36,15 +36,18 @@ struct MasterAddress {
 // parsed again: etcd:// addresses, the leader's address in etcd.
 std::string HostPort(const rpc::Endpoint& ep);
 
-// Parses "h1:2379;h2:2379" (';' or ',' between members; a member without a port gets 2379).
-// Errors: INVALID_PARAMS naming `what`, the text and the expected form.
+// Parses "h1:2379;h2:2379" (';' or ',' between members; a member without a port gets 2379). A
+// member may be written "http://h1:2379" as etcd's own tools take it (the scheme is dropped).
+// Errors: INVALID_PARAMS naming `what`, the text and the expected form (also for an https://
+// or other scheme, user info "user@", or a path).
 Result<std::vector<rpc::Endpoint>> ParseEtcdEndpoints(std::string_view text, std::string_view what);
 
 // OK, or INVALID_PARAMS naming `what`: 1..128 characters of [A-Za-z0-9_.-].
 Status ValidateClusterId(std::string_view id, std::string_view what);
 
 // Parses a master address: "etcd://MEMBERS[/cluster_id]" or "host[:port]" (port defaults to
-// `default_port`). Errors: INVALID_PARAMS naming `what`, the text and the expected form.
+// `default_port`). Errors: INVALID_PARAMS naming `what`, the text and the expected form (also
+// for "etcd://http://..." and for user info, "etcd://user@host:port").
 Result<MasterAddress> ParseMasterAddress(std::string_view text, uint16_t default_port,
                                          std::string_view what);
 

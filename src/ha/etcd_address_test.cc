@@ -44,6 +44,36 @@ TEST(EtcdAddressTest, MalformedAddressesNameTheTextAndTheForm) {
       << a.status().message();
 }
 
+// Issue 33: etcd members as etcd users write them (http://host:port) are taken; what is not
+// taken is refused up front with a message naming the right form.
+TEST(EtcdAddressTest, HttpMembersAreTakenOtherFormsRefusedNamingTheRightOne) {
+  auto eps = ParseEtcdEndpoints("http://127.0.0.1:2379,HTTP://h2:2380/;h3", "--etcd_endpoints");
+  ASSERT_TRUE(eps.ok()) << eps.status().ToString();
+  ASSERT_EQ(eps->size(), 3u);
+  EXPECT_EQ((*eps)[0].ToString(), "127.0.0.1:2379");
+  EXPECT_EQ((*eps)[1].ToString(), "h2:2380");
+  EXPECT_EQ((*eps)[2].ToString(), "h3:2379");
+  for (const char* bad : {"https://h1:2379", "grpc://h1:2379", "user@h1:2379",
+                          "http://user:pw@h1:2379", "h1:2379/v3"}) {
+    auto r = ParseEtcdEndpoints(bad, "--etcd_endpoints");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.code(), ErrorCode::INVALID_PARAMS);
+    EXPECT_NE(r.status().message().find("http://host:port"), std::string::npos)
+        << r.status().message();
+    EXPECT_EQ(r.status().message().find("IPv6"), std::string::npos) << r.status().message();
+  }
+  // A scheme after etcd:// is named as such, not as a bad cluster id.
+  auto a = ParseMasterAddress("etcd://http://127.0.0.1:2379/c1", 50051, "--master");
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("without a scheme"), std::string::npos)
+      << a.status().message();
+  EXPECT_EQ(a.status().message().find("cluster id"), std::string::npos) << a.status().message();
+  // User info is refused at once, not found out as "unreachable" seconds later.
+  a = ParseMasterAddress("etcd://user@127.0.0.1:2379/c1", 50051, "--master");
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("user@"), std::string::npos) << a.status().message();
+}
+
 TEST(EtcdAddressTest, ClusterIds) {
   EXPECT_TRUE(ValidateClusterId("a.b_c-9", "--cluster_id").ok());
   EXPECT_FALSE(ValidateClusterId("", "--cluster_id").ok());

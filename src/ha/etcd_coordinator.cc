@@ -67,6 +67,17 @@ class EtcdCoordinator final : public Coordinator {
     return LeaderRecord{(*kv)->value, static_cast<uint64_t>((*kv)->create_revision)};
   }
 
+  Status ClearStale(const LeaderRecord& stale, Deadline deadline) override {
+    auto kv = etcd_.Get(key_, deadline);
+    if (!kv.ok()) return kv.status();
+    // Only that record's own lease: a record created since has another lease, left alone.
+    if (!*kv || (*kv)->value != stale.address ||
+        static_cast<uint64_t>((*kv)->create_revision) != stale.epoch || (*kv)->lease == 0) {
+      return Status::Ok();
+    }
+    return etcd_.RevokeLease((*kv)->lease, deadline);
+  }
+
   std::chrono::seconds lease_ttl() const override { return ttl_; }
   std::string Describe() const override { return target_.ToString(); }
 

@@ -123,7 +123,9 @@ class DiskHost : public transfer::TierReader {
   // aligned address of one `dst` iovec, the disk reads straight into `dst` (checksums checked
   // there). A disk that never completes I/O, even cancelled, may write `dst` after the error
   // return (disk/uring_queue.h, "wedged"): the tier then refuses all later I/O.
-  std::optional<Status> ReadInto(const rpc::DataRequest& req, std::span<const iovec> dst) override;
+  // Each range's outcome is its own (`range_status`, TierReader::ReadInto).
+  std::optional<Status> ReadInto(const rpc::DataRequest& req, std::span<const iovec> dst,
+                                 std::vector<Status>* range_status) override;
   // Called before the DRAM segment is mounted (again): waits for a promotion fill in progress
   // and makes every reservation asked for before it void (never filled, only cancelled). A
   // master that lists the segment anew may place puts in any range it sees free, reserved
@@ -191,8 +193,9 @@ class DiskHost : public transfer::TierReader {
   // PrepareRead's checks before it sizes a buffer: the incarnation, each range a listed object,
   // all of them within the tier's size. Returns the bytes the ranges reserve on disk.
   Result<uint64_t> CheckReadRanges(const rpc::DataRequest& req) const;
-  // After a read's I/O: counts hits, or failures (queuing the objects to check again).
-  void NoteReadResult(std::span<const disk::DiskTier::ReadOp> ops, const Status& st);
+  // After a read's I/O, `each` holding one status per op: counts hits on the ops that read
+  // good, and queues the objects of the others to check again.
+  void NoteReadResult(std::span<const disk::DiskTier::ReadOp> ops, std::span<const Status> each);
   void StartReaders();
   void StopReaders();  // joins them; queued reads fail with UNAVAILABLE_IN_CURRENT_STATUS
   void ReaderLoop();

@@ -178,5 +178,44 @@ TEST_F(DiskHostReadTest, AlignedDestinationsAreReadIntoWithoutACopy) {
   EXPECT_EQ(st.code(), ErrorCode::CHECKSUM_MISMATCH) << st.ToString();
 }
 
+// Issue 33: a READ of two objects, one of them corrupt on disk, through the tier transport
+// with each range's outcome asked for: the good range's bytes are kept exact and reported OK,
+// the bad one alone is CHECKSUM_MISMATCH, on the streamed path and the direct one alike.
+TEST_F(DiskHostReadTest, ACorruptObjectFailsItsRangeAloneOnBothPaths) {
+  constexpr uint64_t kSmall = 64 << 10;
+  disk::AlignedBuffer buf(kSmall, host_->tier().alignment());
+  std::memset(buf.data(), 0x5a, kSmall);
+  disk::DiskTier::WriteItem item{"k2", buf.data(), kSmall, ChecksumOf(buf.data(), kSmall)};
+  auto w = host_->tier().Write(std::span(&item, 1));
+  ASSERT_TRUE(w[0].ok()) << w[0].status().ToString();
+  ASSERT_TRUE(FlipOnDisk(w[0]->offset + 10, 0x02));
+  std::vector<rpc::Range> ranges(2);
+  ranges[0].set_offset(obj_.offset);
+  ranges[0].set_length(kObj);
+  ranges[1].set_offset(w[0]->offset);
+  ranges[1].set_length(kSmall);
+  transfer::TierTransport t(host_.get());
+  const std::string name = "dram#disk";
+  rpc::Endpoint none;
+  disk::AlignedBuffer out(kObj + kSmall + 4096, host_->tier().alignment());
+  // Unaligned (streamed, copied) and aligned (read straight into `out`).
+  for (uint64_t shift : {uint64_t{1}, uint64_t{0}}) {
+    SCOPED_TRACE(shift);
+    std::memset(out.data(), 0, out.size());
+    iovec dst{out.data() + shift, kObj + kSmall};
+    std::vector<Status> each;
+    transfer::SegmentRanges src{&name, &none, ranges};
+    src.range_status = &each;
+    const uint64_t direct = host_->stats().direct_reads;
+    Status st = t.Read(src, std::span(&dst, 1), DeadlineAfter(std::chrono::seconds(5)));
+    EXPECT_EQ(st.code(), ErrorCode::CHECKSUM_MISMATCH) << st.ToString();
+    EXPECT_EQ(host_->stats().direct_reads, direct + (shift == 0 ? 1 : 0));
+    ASSERT_EQ(each.size(), 2u);
+    EXPECT_TRUE(each[0].ok()) << each[0].ToString();
+    EXPECT_EQ(std::memcmp(out.data() + shift, bytes_.data(), kObj), 0);
+    EXPECT_EQ(each[1].code(), ErrorCode::CHECKSUM_MISMATCH) << each[1].ToString();
+  }
+}
+
 }  // namespace
 }  // namespace kvpool::hosting

@@ -2,6 +2,7 @@
 // "Promotion"; the master's side is master/master_promote.cc).
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -101,7 +102,8 @@ void DiskHost::PromoteBatch(std::vector<disk::DiskObject> objects) {
     ops.push_back(disk::DiskTier::ReadOp{o.offset, o.size, buf->data() + pos});
     pos += tier_->Reserved(o.size);
   }
-  Status read = tier_->Read(ops, buf);
+  // Each object's read is its own: one that fails its checksum stays on disk alone.
+  const std::vector<Status> read = tier_->ReadSeparately(ops, buf);
   std::vector<std::pair<disk::DiskObject, uint64_t>> filled;
   rpc::Promote cancel;
   cancel.set_segment_name(dram_name_);
@@ -110,12 +112,11 @@ void DiskHost::PromoteBatch(std::vector<disk::DiskObject> objects) {
     // of these reservations and may place puts anywhere free) waits for it, and a fill after
     // that re-mount, or too late for the reservation, does not happen.
     std::shared_lock fill(fill_mu_);
-    const bool valid = read.ok() &&
-                       fill_generation_.load(std::memory_order_acquire) == generation &&
+    const bool valid = fill_generation_.load(std::memory_order_acquire) == generation &&
                        Clock::now() - asked < kFillWithin;
     for (size_t i = 0; i < granted.size(); ++i) {
       const auto& [o, at] = granted[i];
-      if (!valid || at > mem->size() || o.size > mem->size() - at) {
+      if (!valid || !read[i].ok() || at > mem->size() || o.size > mem->size() - at) {
         *cancel.add_cancel() = StoredAt(o, at);
         continue;
       }
@@ -123,9 +124,13 @@ void DiskHost::PromoteBatch(std::vector<disk::DiskObject> objects) {
       filled.push_back(granted[i]);
     }
   }
-  if (!read.ok()) {
-    spdlog::warn("disk segment={}: promotion read failed: {} ({} objects stay on disk only)", name_,
-                 read.ToString(), granted.size());
+  for (const Status& st : read) {
+    if (st.ok()) continue;
+    const size_t failed = static_cast<size_t>(
+        std::count_if(read.begin(), read.end(), [](const Status& s) { return !s.ok(); }));
+    spdlog::warn("disk segment={}: promotion read failed: {} ({} of {} objects stay on disk only)",
+                 name_, st.ToString(), failed, granted.size());
+    break;
   }
   const size_t listed = filled.empty() ? 0 : CommitPromotions(*master, filled);
   promoted_.fetch_add(listed, std::memory_order_relaxed);

@@ -80,34 +80,54 @@ std::optional<std::vector<disk::DiskTier::ReadOp>> DirectOps(
 
 }  // namespace
 
-std::optional<Status> DiskHost::ReadInto(const rpc::DataRequest& req, std::span<const iovec> dst) {
+std::optional<Status> DiskHost::ReadInto(const rpc::DataRequest& req, std::span<const iovec> dst,
+                                         std::vector<Status>* range_status) {
   if (!bound_.load(std::memory_order_acquire) || req.segment_name() != name_) return std::nullopt;
   auto ops = DirectOps(req.ranges(), dst, tier_->alignment());
   if (!ops) return std::nullopt;
   read_requests_.fetch_add(1, std::memory_order_relaxed);
   direct_reads_.fetch_add(1, std::memory_order_relaxed);
-  // No buffer is sized from the ranges here, and the tier's Read checks each against a listed
+  // No buffer is sized from the ranges here, and the tier's read checks each against a listed
   // object of that size (INVALID_READ): only the incarnation is left to check.
   if (Status st = CheckIncarnation(req); !st.ok()) {
     read_failures_.fetch_add(1, std::memory_order_relaxed);
     return st;
   }
-  Status st = tier_->Read(*ops, nullptr);
-  NoteReadResult(*ops, st);
-  return st;
+  std::vector<Status> each = tier_->ReadSeparately(*ops, nullptr);
+  NoteReadResult(*ops, each);
+  Status first;
+  for (const Status& st : each) {
+    if (!st.ok()) {
+      first = st;
+      break;
+    }
+  }
+  if (!first.ok() && range_status != nullptr) *range_status = std::move(each);
+  return first;
 }
 
-void DiskHost::NoteReadResult(std::span<const disk::DiskTier::ReadOp> ops, const Status& st) {
-  if (st.ok()) {
-    CountHits(ops);
-    return;
+void DiskHost::NoteReadResult(std::span<const disk::DiskTier::ReadOp> ops,
+                              std::span<const Status> each) {
+  // Hits for the ranges that read good; the failed ones are read again on their own.
+  std::vector<disk::DiskTier::ReadOp> good;
+  good.reserve(ops.size());
+  bool failed = false;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (i < each.size() && each[i].ok()) {
+      good.push_back(ops[i]);
+    } else {
+      failed = true;
+    }
   }
+  CountHits(good);
+  if (!failed) return;
   read_failures_.fetch_add(1, std::memory_order_relaxed);
   {
     std::lock_guard lock(mu_);
-    for (const auto& op : ops) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (i < each.size() && each[i].ok()) continue;
       if (suspects_.size() >= kMaxSuspects) break;
-      if (auto o = tier_->Find(op.offset, op.length)) suspects_.push_back(std::move(*o));
+      if (auto o = tier_->Find(ops[i].offset, ops[i].length)) suspects_.push_back(std::move(*o));
     }
   }
   cv_.notify_one();
@@ -127,7 +147,7 @@ std::optional<rpc::Reply> DiskHost::Read(const rpc::DataRequest& req) {
     // Past the tier's own deadline and its cancel grace, a range still out is reported failed.
     auto read = std::make_shared<StreamedRead>(
         p.buffer, std::move(p.ops),
-        DeadlineAfter(options_.tier.io_timeout + std::chrono::seconds(3)));
+        DeadlineAfter(options_.tier.io_timeout + std::chrono::seconds(3)), req.range_status());
     bool queued = false;
     {
       std::lock_guard lock(readers_mu_);
@@ -144,9 +164,13 @@ std::optional<rpc::Reply> DiskHost::Read(const rpc::DataRequest& req) {
     reply.keep_alive = std::move(p.buffer);
     return reply;
   }
-  Status st = tier_->Read(p.ops, p.buffer);
-  NoteReadResult(p.ops, st);
-  if (!st.ok()) return rpc::Reply::Error(st);
+  // No trailer to carry each range's outcome (an older client): one failed range fails the
+  // reply.
+  std::vector<Status> each = tier_->ReadSeparately(p.ops, p.buffer);
+  NoteReadResult(p.ops, each);
+  for (const Status& st : each) {
+    if (!st.ok()) return rpc::Reply::Error(st);
+  }
   reply.payload.reserve(p.ops.size());
   for (const auto& op : p.ops) reply.payload.emplace_back(op.dst, op.length);
   reply.keep_alive = std::move(p.buffer);
@@ -187,10 +211,14 @@ void DiskHost::ReaderLoop() {
         continue;
       }
     }
-    Status st = tier_->ReadEach(read->ops(), read->buffer(),
-                                [&](size_t i, const Status& s) { read->Done(i, s); });
+    std::vector<Status> each(read->ops().size(),
+                             Status(ErrorCode::INTERNAL_ERROR, "range not read"));
+    Status st = tier_->ReadEach(read->ops(), read->buffer(), [&](size_t i, const Status& s) {
+      each[i] = s;
+      read->Done(i, s);
+    });
     read->FailRest(st.ok() ? Status(ErrorCode::INTERNAL_ERROR, "range not read") : st);
-    NoteReadResult(read->ops(), st);
+    NoteReadResult(read->ops(), each);
   }
 }
 

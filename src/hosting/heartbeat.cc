@@ -62,8 +62,13 @@ void Heartbeat::SetReachable(bool reachable, const Status& why) {
   if (reachable) {
     if (!reachable_.exchange(true)) spdlog::info("master reachable again");
   } else if (reachable_.exchange(false)) {
-    spdlog::warn("master unreachable: error={} (retrying every {} ms)", why.ToString(),
-                 std::chrono::duration_cast<Millis>(interval_).count());
+    // A master that answered NOT_LEADER (a standby, or one between terms) was reached: the
+    // pool has no leader to serve it yet, which is not the same trouble as a network one.
+    const bool answered = why.code() == ErrorCode::NOT_LEADER;
+    spdlog::warn(
+        "{}: error={} (retrying every {} ms)",
+        answered ? "no master leads (the master reached is not the leader)" : "master unreachable",
+        why.ToString(), std::chrono::duration_cast<Millis>(interval_).count());
   }
 }
 

@@ -1,16 +1,32 @@
 #include "hosting/streamed_read.h"
 
+#include <algorithm>
+
 namespace kvpool::hosting {
 
 StreamedRead::StreamedRead(std::shared_ptr<disk::AlignedBuffer> buffer,
-                           std::vector<disk::DiskTier::ReadOp> ops, Deadline give_up)
+                           std::vector<disk::DiskTier::ReadOp> ops, Deadline give_up,
+                           bool range_codes)
     : buffer_(std::move(buffer)),
       ops_(std::move(ops)),
       give_up_(give_up),
+      range_codes_(range_codes),
       ended_(ops_.size(), false),
-      open_ranges_(ops_.size()) {
+      open_ranges_(ops_.size()),
+      trailer_(transfer::ReadTrailerBytes(ops_.size(), range_codes)) {
+  bytes_ = trailer_.size();
   for (const auto& op : ops_) bytes_ += op.length;
-  if (open_ranges_ == 0) trailer_ = verdict_.Encode();
+  if (range_codes_) codes_.assign(ops_.size(), ErrorCode::OK);
+  if (open_ranges_ == 0) EncodeTrailerLocked();  // no other thread sees it yet
+}
+
+void StreamedRead::EncodeTrailerLocked() {
+  const auto head = verdict_.Encode();
+  std::copy(head.begin(), head.end(), trailer_.begin());
+  for (size_t i = 0; i < codes_.size(); ++i) {
+    transfer::EncodeRangeCode(codes_[i], trailer_.data() + transfer::ReadTrailer::kBytes +
+                                             i * transfer::ReadTrailer::kRangeCodeBytes);
+  }
 }
 
 void StreamedRead::EndLocked(size_t i, const Status& st) {
@@ -18,7 +34,8 @@ void StreamedRead::EndLocked(size_t i, const Status& st) {
   if (!st.ok() && verdict_.code == ErrorCode::OK) {
     verdict_ = transfer::ReadTrailer{st.code(), static_cast<uint32_t>(i)};
   }
-  if (--open_ranges_ == 0) trailer_ = verdict_.Encode();
+  if (range_codes_) codes_[i] = st.code();
+  if (--open_ranges_ == 0) EncodeTrailerLocked();
 }
 
 void StreamedRead::Done(size_t i, const Status& st) {

@@ -9,13 +9,13 @@ namespace {
 
 using transfer::ReadTrailer;
 
-std::shared_ptr<StreamedRead> ThreeRanges(Deadline give_up) {
+std::shared_ptr<StreamedRead> ThreeRanges(Deadline give_up, bool range_codes = false) {
   auto buf = std::make_shared<disk::AlignedBuffer>(3 * 4096, 4096);
   std::vector<disk::DiskTier::ReadOp> ops;
   for (int i = 0; i < 3; ++i) {
     ops.push_back({static_cast<uint64_t>(i) * 4096, 100, buf->data() + i * 4096});
   }
-  return std::make_shared<StreamedRead>(buf, std::move(ops), give_up);
+  return std::make_shared<StreamedRead>(buf, std::move(ops), give_up, range_codes);
 }
 
 ReadTrailer TrailerOf(StreamedRead& r) {
@@ -63,6 +63,30 @@ TEST(StreamedReadTest, ARangeNotEndedByTheDeadlineFailsTheRead) {
   EXPECT_EQ(t.failed_range, 1u);
   r->Done(1, Status::Ok());  // a late completion changes nothing
   EXPECT_EQ(TrailerOf(*r).code, ErrorCode::FILE_READ_FAIL);
+}
+
+// With per-range codes the reader learns each range's own outcome: one bad range does not
+// make it discard the good ones.
+TEST(StreamedReadTest, PerRangeCodesNameEveryFailedRangeAndOnlyThose) {
+  auto r = ThreeRanges(DeadlineAfter(std::chrono::seconds(10)), /*range_codes=*/true);
+  EXPECT_EQ(r->bytes(), 300u + ReadTrailer::kBytes + 3 * ReadTrailer::kRangeCodeBytes);
+  r->Done(2, Status(ErrorCode::CHECKSUM_MISMATCH, "flipped"));
+  r->Done(0, Status::Ok());
+  r->Done(1, Status::Ok());
+  EXPECT_EQ(r->WaitReady(0), 4u);
+  asio::const_buffer t = r->Part(3);
+  ASSERT_EQ(t.size(), transfer::ReadTrailerBytes(3, true));
+  const auto* p = static_cast<const uint8_t*>(t.data());
+  EXPECT_EQ(ReadTrailer::Decode(p).code, ErrorCode::CHECKSUM_MISMATCH);
+  EXPECT_EQ(ReadTrailer::Decode(p).failed_range, 2u);
+  std::vector<rpc::Range> ranges(3);
+  for (int i = 0; i < 3; ++i) ranges[i].set_offset(static_cast<uint64_t>(i) * 4096);
+  std::vector<Status> each = transfer::DecodeRangeStatus(p + ReadTrailer::kBytes, "s#disk", ranges);
+  ASSERT_EQ(each.size(), 3u);
+  EXPECT_TRUE(each[0].ok());
+  EXPECT_TRUE(each[1].ok());
+  EXPECT_EQ(each[2].code(), ErrorCode::CHECKSUM_MISMATCH);
+  EXPECT_NE(each[2].message().find("offset=8192"), std::string::npos) << each[2].ToString();
 }
 
 TEST(ReadTrailerTest, RoundTripsEveryField) {

@@ -88,6 +88,27 @@ void AddKey(json& j, std::string_view internal_key) {
   if (!Printable(key)) j["key_hex"] = Hex(key);
 }
 
+// INVALID_PARAMS naming the first parameter given more than once (?limit=1&limit=2 has no
+// one meaning: refused rather than the first taken).
+Status CheckNoRepeats(const AdminRoutes::Params& params) {
+  for (auto it = params.begin(); it != params.end(); it = params.upper_bound(it->first)) {
+    if (params.count(it->first) > 1) {
+      return Status(ErrorCode::INVALID_PARAMS,
+                    fmt::format("parameter '{}' is given {} times; give it once",
+                                PrintableBytes(it->first.substr(0, 64)), params.count(it->first)));
+    }
+  }
+  return Status::Ok();
+}
+
+AdminResponse MethodNotAllowed(std::string_view path, const char* allow) {
+  AdminResponse r = Json(
+      {{"code", "METHOD_NOT_ALLOWED"}, {"message", fmt::format("{} takes {} only", path, allow)}},
+      405);
+  r.allow = allow;
+  return r;
+}
+
 // ?tenant=T (optional) scopes ?key / ?key_hex / ?prefix to tenant T's namespace.
 std::string InTenant(const AdminRoutes::Params& params, std::string_view key) {
   const std::string* t = Param(params, "tenant");
@@ -103,6 +124,8 @@ const std::vector<std::string_view>& AdminRoutes::Paths() {
 }
 
 AdminResponse AdminRoutes::Get(std::string_view path, const Params& params) const {
+  if (path == "/drain") return MethodNotAllowed(path, "POST");
+  if (Status st = CheckNoRepeats(params); !st.ok()) return Error(st);
   if (path == "/health") {
     if (!ha_view_) return {200, "text/plain", "OK"};
     HaView v = ha_view_();
@@ -127,7 +150,13 @@ AdminResponse AdminRoutes::Get(std::string_view path, const Params& params) cons
 }
 
 AdminResponse AdminRoutes::Post(std::string_view path, const Params& params) const {
-  if (path != "/drain") return {404, "text/plain", "no such endpoint; POST serves /drain\n"};
+  if (path != "/drain") {
+    for (std::string_view p : Paths()) {
+      if (p == path) return MethodNotAllowed(path, "GET");
+    }
+    return {404, "text/plain", "no such endpoint; POST serves /drain\n"};
+  }
+  if (Status st = CheckNoRepeats(params); !st.ok()) return Error(st);
   auto seg = params.find("segment");
   if (seg == params.end() || seg->second.empty()) {
     return Error(Status(ErrorCode::INVALID_PARAMS, "pass ?segment=NAME"));
@@ -225,6 +254,9 @@ AdminResponse AdminRoutes::ObjectList(const Params& params) const {
 
 AdminResponse AdminRoutes::ObjectDetail(const Params& params) const {
   std::string key;
+  if (Param(params, "key") != nullptr && Param(params, "key_hex") != nullptr) {
+    return Error(Status(ErrorCode::INVALID_PARAMS, "pass ?key=KEY or ?key_hex=HEX, not both"));
+  }
   if (const std::string* k = Param(params, "key")) {
     key = *k;
   } else if (const std::string* h = Param(params, "key_hex")) {

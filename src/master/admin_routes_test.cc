@@ -88,7 +88,7 @@ TEST_F(AdminRoutesTest, DrainMarksASegment) {
   r = routes_.Post("/drain", {{"segment", "nope"}});
   EXPECT_EQ(r.status, 404);
   EXPECT_EQ(json::parse(r.body)["code"], "SEGMENT_NOT_FOUND");
-  EXPECT_EQ(routes_.Post("/objects", {}).status, 404);
+  EXPECT_EQ(routes_.Post("/objects", {}).status, 405);  // a GET path (issue 33)
 }
 
 // undo is parsed strictly: yes/true/1 undo, no/false/0 drain, anything else is a 400 that
@@ -163,6 +163,41 @@ TEST_F(AdminRoutesTest, SegmentsObjectsObjectClients) {
   EXPECT_EQ(clients["clients"][1]["client_id"], "node");
   EXPECT_EQ(clients["clients"][1]["segments"][0], "node:1");
   EXPECT_EQ(clients["clients"][1]["last_seen_ms_ago"], 5000);
+}
+
+// Issue 33: queries with no one meaning are refused (400), not answered from the first value;
+// a cursor this master did not make is refused, not listed from the start; a path used with
+// the wrong method is 405 naming the right one.
+TEST_F(AdminRoutesTest, AmbiguousQueriesAndWrongMethodsAreRefused) {
+  Mount("node", "node:1");
+  for (int i = 0; i < 5; ++i) PutComplete("c", "page/" + std::to_string(i), 100);
+  PutComplete("c", "other", 100);
+  EXPECT_EQ(GetJson("/object", {{"key", "page/1"}, {"key_hex", "6b"}}, 400)["code"],
+            "INVALID_PARAMS");
+  json twice = GetJson("/objects", {{"limit", "1"}, {"limit", "5"}}, 400);
+  EXPECT_NE(twice["message"].get<std::string>().find("'limit' is given 2 times"), std::string::npos)
+      << twice;
+  // A cursor naming a key of another shard than the one it names.
+  std::string key = "k";
+  size_t shard = (ObjectTable::ShardOf(key) + 1) % ObjectTable::kShards;
+  EXPECT_EQ(GetJson("/objects", {{"cursor", std::to_string(shard) + "/6b"}}, 400)["code"],
+            "INVALID_PARAMS");
+  EXPECT_EQ(GetJson("/objects", {{"cursor", "64/"}}, 400)["code"], "INVALID_PARAMS");
+  // A real cursor works; one from another prefix's listing is refused.
+  json page = GetJson("/objects", {{"prefix", "page/"}, {"limit", "2"}});
+  const std::string cursor = page["next_cursor"];
+  ASSERT_FALSE(cursor.empty());
+  EXPECT_EQ(GetJson("/objects", {{"prefix", "page/"}, {"cursor", cursor}})["objects"].size(), 3u);
+  EXPECT_EQ(GetJson("/objects", {{"prefix", "zzz"}, {"cursor", cursor}}, 400)["code"],
+            "INVALID_PARAMS");
+
+  AdminResponse drain = routes_.Get("/drain", {{"segment", "node:1"}});
+  EXPECT_EQ(drain.status, 405) << drain.body;
+  EXPECT_EQ(drain.allow, "POST");
+  AdminResponse post = routes_.Post("/objects", {});
+  EXPECT_EQ(post.status, 405) << post.body;
+  EXPECT_EQ(post.allow, "GET");
+  EXPECT_EQ(routes_.Post("/nope", {}).status, 404);
 }
 
 TEST_F(AdminRoutesTest, ServedOverHttp) {

@@ -57,7 +57,11 @@ Status LeaderElection::Start(std::string advertise_address, Deadline deadline) {
   spdlog::info("ha: cluster {} standby at {}; leader now: {}", coordinator_->Describe(),
                advertise_address,
                leader->epoch == 0 ? std::string("none")
-                                  : fmt::format("{} epoch={}", leader->address, leader->epoch));
+               : leader->address == advertise_address
+                   ? fmt::format("none (the record of epoch={} names this master, which does "
+                                 "not lead: a term it lost; cleared before campaigning)",
+                                 leader->epoch)
+                   : fmt::format("{} epoch={}", leader->address, leader->epoch));
   thread_ = std::thread([this] { Run(); });
   return Status::Ok();
 }
@@ -117,6 +121,22 @@ void LeaderElection::StandbyStep() {
     }
     return;
   }
+  if (!r->won && r->leader.epoch != 0 && r->leader.address == self) {
+    // A record naming this standby is a term it lost whose lease outlived it (etcd was down
+    // when it gave up, and a restarted etcd keeps leases a full TTL more): revoked, so the
+    // election need not wait a lease period for it.
+    Status cleared = coordinator_->ClearStale(r->leader, sent + std::chrono::seconds(1));
+    spdlog::warn(
+        "ha: the leader record of {} (epoch={}) names this master, a standby: a term it "
+        "lost; {}",
+        coordinator_->Describe(), r->leader.epoch,
+        cleared.ok()
+            ? "revoked its lease"
+            : "revoking its lease failed (" + cleared.ToString() + "): it lapses within its TTL");
+    std::lock_guard lock(mu_);
+    known_ = {};
+    return;
+  }
   if (r->won) {
     epoch_.store(r->leader.epoch, std::memory_order_release);
     serve_until_ns_.store(NanosOf(sent + ttl_ - options_.fence_margin));
@@ -174,9 +194,13 @@ bool LeaderElection::LeaderStep() {
 void LeaderElection::Lose(const std::string& why) {
   serve_until_ns_.store(0);
   role_.store(static_cast<int>(Role::kLost));
-  lost_.store(true, std::memory_order_release);
   spdlog::error("ha: lost leadership of {} (epoch={}): {}; serving nothing more",
                 coordinator_->Describe(), epoch_.load(), why);
+  // Let the lease go now if the coordinator answers (best effort, short): a standby need not
+  // wait for it. When it does not, the next term clears the record (StandbyStep).
+  Status revoked = coordinator_->Resign(DeadlineAfter(std::chrono::milliseconds(500)));
+  if (revoked.ok()) spdlog::info("ha: revoked the lease of epoch={}", epoch_.load());
+  lost_.store(true, std::memory_order_release);
   if (on_lost_) on_lost_();
 }
 

@@ -21,6 +21,9 @@ struct Script {
   std::atomic<bool> leader_taken{false};  // someone else leads
   std::atomic<bool> lease_alive{true};
   std::atomic<int> renewals{0};
+  std::atomic<bool> stale_self{false};  // the record names 127.0.0.1:5 (a lost term), epoch 9
+  std::atomic<int> cleared{0};
+  std::atomic<int> resigned{0};
 };
 
 class FakeCoordinator : public ha::Coordinator {
@@ -29,6 +32,10 @@ class FakeCoordinator : public ha::Coordinator {
   Result<ha::CampaignResult> Campaign(std::string_view address, Deadline) override {
     if (!s_->reachable) return Status(ErrorCode::ETCD_OPERATION_ERROR, "down");
     ha::CampaignResult r;
+    if (s_->stale_self) {
+      r.leader = {"127.0.0.1:5", 9};
+      return r;
+    }
     if (s_->leader_taken) {
       r.leader = {"10.0.0.9:1", 7};
       return r;
@@ -42,10 +49,23 @@ class FakeCoordinator : public ha::Coordinator {
     ++s_->renewals;
     return s_->lease_alive.load();
   }
-  Status Resign(Deadline) override { return Status::Ok(); }
+  Status Resign(Deadline) override {
+    if (!s_->reachable) return Status(ErrorCode::ETCD_OPERATION_ERROR, "down");
+    ++s_->resigned;
+    return Status::Ok();
+  }
   Result<ha::LeaderRecord> Leader(Deadline) override {
     if (!s_->reachable) return Status(ErrorCode::ETCD_OPERATION_ERROR, "down");
+    if (s_->stale_self) return ha::LeaderRecord{"127.0.0.1:5", 9};
     return ha::LeaderRecord{};
+  }
+  Status ClearStale(const ha::LeaderRecord& stale, Deadline) override {
+    if (!s_->reachable) return Status(ErrorCode::ETCD_OPERATION_ERROR, "down");
+    if (s_->stale_self && stale.address == "127.0.0.1:5" && stale.epoch == 9) {
+      s_->stale_self = false;
+      ++s_->cleared;
+    }
+    return Status::Ok();
   }
   std::chrono::seconds lease_ttl() const override { return std::chrono::seconds(1); }
   std::string Describe() const override { return "etcd://fake/c"; }
@@ -82,6 +102,31 @@ TEST(LeaderElectionTest, StandbyRefusesWithNotLeaderNamingTheLeader) {
   EXPECT_NE(st.message().find("10.0.0.9:1 epoch=7"), std::string::npos) << st.message();
   EXPECT_EQ(e.view().role, "standby");
   EXPECT_EQ(e.serving_epoch(), 0u);
+}
+
+// Issue 33: a record naming this master while it is a standby is a term it lost (its lease
+// outlived an etcd outage): cleared at once, then the election goes on, instead of waiting a
+// lease period; meanwhile it never reports itself as the leader.
+TEST(LeaderElectionTest, AStaleRecordOfItsOwnLostTermIsClearedNotWaitedFor) {
+  Script s;
+  s.stale_self = true;
+  LeaderElection e(std::make_unique<FakeCoordinator>(&s), Fast(), nullptr);
+  ASSERT_TRUE(e.Start("127.0.0.1:5", DeadlineAfter(milliseconds(500))).ok());
+  ASSERT_TRUE(WaitFor([&] { return e.serving_epoch() == 42u; }));
+  EXPECT_EQ(s.cleared.load(), 1);
+}
+
+// A leader whose lease is gone revokes it when the coordinator answers (it was left to lapse).
+TEST(LeaderElectionTest, ALostLeaderRevokesItsLease) {
+  Script s;
+  std::atomic<bool> lost_called{false};
+  LeaderElection e(std::make_unique<FakeCoordinator>(&s), Fast(), [&] { lost_called = true; });
+  ASSERT_TRUE(e.Start("127.0.0.1:5", DeadlineAfter(milliseconds(500))).ok());
+  ASSERT_TRUE(WaitFor([&] { return e.Admit(rpc::PUT_START).ok(); }));
+  s.lease_alive = false;
+  ASSERT_TRUE(WaitFor([&] { return lost_called.load(); }));
+  EXPECT_GE(s.resigned.load(), 1);
+  EXPECT_EQ(e.Admit(rpc::PUT_START).code(), ErrorCode::NOT_LEADER);
 }
 
 TEST(LeaderElectionTest, NewLeaderServesNodesFirstThenKeys) {

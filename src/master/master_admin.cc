@@ -45,7 +45,9 @@ bool ParseCursor(std::string_view cursor, size_t* shard, std::string* after) {
     if (hi < 0 || lo < 0) return false;
     after->push_back(static_cast<char>(hi << 4 | lo));
   }
-  return true;
+  // A cursor this master made names a key of its own shard: one that names another shard
+  // (made up, or out of range) is refused instead of quietly listing from elsewhere.
+  return after->empty() || ObjectTable::ShardOf(*after) == *shard;
 }
 
 int64_t MillisOf(int64_t ns) { return ns / 1'000'000; }
@@ -64,6 +66,12 @@ Result<ObjectListing> MasterCore::ListObjects(std::string_view prefix, size_t li
     return Status(ErrorCode::INVALID_PARAMS,
                   fmt::format("cursor='{}' is not one this master returned; start again without "
                               "a cursor",
+                              cursor.substr(0, 64)));
+  }
+  if (!after.empty() && after.compare(0, prefix.size(), prefix) != 0) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("cursor='{}' is from a listing of another prefix; start again "
+                              "without a cursor",
                               cursor.substr(0, 64)));
   }
   ObjectListing listing;

@@ -132,7 +132,13 @@ TEST_F(AdminViewTest, ListObjectsRejectsBadLimitAndCursor) {
     EXPECT_EQ(core_.ListObjects("", 10, bad).code(), ErrorCode::INVALID_PARAMS) << bad;
   }
   EXPECT_TRUE(core_.ListObjects("", 10, "63/").ok());
-  EXPECT_TRUE(core_.ListObjects("", 10, "0/ff").ok());
+  // A cursor's key lies in the shard it names (issue 33: another shard is a made-up cursor).
+  const size_t shard = ObjectTable::ShardOf("\xff");
+  EXPECT_TRUE(core_.ListObjects("", 10, std::to_string(shard) + "/ff").ok());
+  EXPECT_EQ(core_.ListObjects("", 10, std::to_string((shard + 1) % 64) + "/ff").code(),
+            ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(core_.ListObjects("a", 10, std::to_string(shard) + "/ff").code(),
+            ErrorCode::INVALID_PARAMS);  // not under the prefix
 }
 
 TEST_F(AdminViewTest, InspectObjectShowsStateReplicasAndLease) {

@@ -61,6 +61,7 @@ Result<std::unique_ptr<Node>> Node::Start(const NodeOptions& options) {
   node->attach_server_ = std::make_unique<AttachServer>(ao, node->attach_service_.get());
   KVPOOL_RETURN_IF_ERROR(node->attach_server_->Start());
   node->store_->MountSegmentNow();
+  node->mount_asked_ = true;
 
   if (options.enable_http_admin) {
     Node* self = node.get();
@@ -96,8 +97,8 @@ void Node::Stop() {
   stopped_ = true;
   if (http_) http_->Stop();  // its handlers read the parts stopped below
   // Drain first: from now on no put places a new replica here, while reads of what is stored
-  // go on until the unmount.
-  if (store_) {
+  // go on until the unmount. A start that failed before the mount has nothing to drain.
+  if (store_ && mount_asked_) {
     Status drained = store_->DrainOwnSegment();
     if (drained.ok()) {
       spdlog::info("segment={} draining: no new replicas", segment_name_);

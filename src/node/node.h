@@ -53,6 +53,7 @@ class Node {
   std::string local_socket_;
   std::string segment_name_;
   bool stopped_ = false;
+  bool mount_asked_ = false;  // MountSegmentNow called: Stop drains the segment
 };
 
 // Runs a node until SIGINT/SIGTERM. REQUIRES: BlockTerminationSignals() was called.

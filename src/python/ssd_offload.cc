@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
 
 namespace kvpool::python {
 
@@ -38,6 +41,20 @@ Status ApplySsdOffload(const SsdOffload& ssd, const char* env_path, uint64_t seg
   options->disk_path = std::move(path);
   options->disk_size = ssd.size.value_or(kDefaultSegmentMultiple * segment_bytes);
   return Status::Ok();
+}
+
+Status NameSsdSettings(const Status& st) {
+  if (st.ok()) return st;
+  std::string m = st.message();
+  for (const auto& [flag, setting] :
+       {std::pair<std::string_view, std::string_view>{"--disk_path", "ssd_offload_path"},
+        {"--disk_size", "ssd_offload_size"}}) {
+    for (size_t at = m.find(flag); at != std::string::npos; at = m.find(flag, at)) {
+      m.replace(at, flag.size(), setting);
+      at += setting.size();
+    }
+  }
+  return Status(st.code(), std::move(m));
 }
 
 }  // namespace kvpool::python

@@ -36,4 +36,9 @@ inline constexpr uint64_t kDefaultSegmentMultiple = 4;
 Status ApplySsdOffload(const SsdOffload& ssd, const char* env_path, uint64_t segment_bytes,
                        ClientOptions* options);
 
+// `st` (a failed Client::Setup with SSD offload on) with the node's flag names its disk-tier
+// messages give (--disk_path, --disk_size) replaced by the Python settings the user gave
+// (ssd_offload_path, ssd_offload_size).
+Status NameSsdSettings(const Status& st);
+
 }  // namespace kvpool::python

@@ -270,6 +270,7 @@ int Store::Setup(const py::dict& config) {
     py::gil_scoped_release nogil;
     r = Client::Setup(o);
   }
+  if (!r.ok() && layer.ssd.enabled) r = NameSsdSettings(r.status());
   return Install(std::move(r), o.local_hostname, /*standalone=*/false);
 }
 

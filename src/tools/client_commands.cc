@@ -9,6 +9,7 @@
 #include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <string_view>
 #include <vector>
 
 #include "client/client_config.h"
@@ -21,9 +22,24 @@
 namespace kvpool::tools {
 namespace {
 
-// Keys are any bytes and messages quote them: what reaches the terminal is PrintableBytes.
-int Fail(const std::string& what, const Status& st) {
-  std::cerr << "kvpool " << what << ": " << PrintableBytes(st.ToString()) << "\n";
+// Keys are any bytes and messages quote them: what reaches the terminal is PrintableBytes,
+// and `key` (the command's, when it has one) as ShownKey: a long key is cut, with its length.
+int Fail(const std::string& what, const Status& st, std::string_view key = {}) {
+  std::string text = st.ToString();
+  if (key.size() > kShownKeyBytes) {
+    const std::string shown = ShownKey(key);
+    std::string out;
+    size_t from = 0;
+    for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, from)) {
+      out += PrintableBytes(std::string_view(text).substr(from, at - from));
+      out += shown;
+      from = at + key.size();
+    }
+    text = out + PrintableBytes(std::string_view(text).substr(from));
+  } else {
+    text = PrintableBytes(text);
+  }
+  std::cerr << "kvpool " << what << ": " << text << "\n";
   return 1;
 }
 
@@ -165,22 +181,26 @@ int Put(const ClientCommandOptions& o, const std::string& key, const std::string
   if (!data.ok()) return Fail("put", data.status());
   Status st = (*client)->RegisterBuffer(data->data(), data->size());
   if (st.ok()) st = (*client)->PutFrom(key, data->data(), data->size());
-  if (!st.ok()) return Fail("put", st);
-  std::cout << fmt::format("put {} ({})\n", PrintableBytes(key), FormatSize(data->size()));
+  if (!st.ok()) return Fail("put", st, key);
+  std::cout << fmt::format("put {} ({})\n", ShownKey(key), FormatSize(data->size()));
   return 0;
 }
 
-// Writes `data` to `path` (created mode 0666 & ~umask, or truncated). A regular file is handed
-// to `watcher` while it is written, so that an interrupted get leaves no partial file.
+// Writes `data` to `path` (created mode 0666 & ~umask, or truncated), or to standard output
+// when `path` is "-". A regular file is handed to `watcher` while it is written, so that an
+// interrupted get leaves no partial file.
 Status WriteOutput(const std::string& path, const std::vector<char>& data, size_t size,
                    InterruptWatcher& watcher) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0666);
+  const bool to_stdout = path == "-";
+  int fd = to_stdout
+               ? ::dup(STDOUT_FILENO)
+               : ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0666);
   if (fd < 0) {
     return Status(ErrorCode::FILE_WRITE_FAIL,
                   fmt::format("cannot open '{}' for writing: {}", path, std::strerror(errno)));
   }
   struct stat st {};
-  bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  bool regular = !to_stdout && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
   if (regular) watcher.SetPartialOutput(path);
   size_t done = 0;
   int err = 0;
@@ -193,8 +213,10 @@ Status WriteOutput(const std::string& path, const std::vector<char>& data, size_
   if (err != 0) {
     if (regular) ::unlink(path.c_str());
     watcher.SetPartialOutput("");
-    return Status(ErrorCode::FILE_WRITE_FAIL,
-                  fmt::format("cannot write '{}': {}", path, std::strerror(err)));
+    return Status(
+        ErrorCode::FILE_WRITE_FAIL,
+        fmt::format("cannot write {}: {}", to_stdout ? "standard output" : "'" + path + "'",
+                    std::strerror(err)));
   }
   watcher.SetPartialOutput("");
   return Status::Ok();
@@ -205,15 +227,17 @@ int Get(const ClientCommandOptions& o, const std::string& key, const std::string
   auto client = Connect(o);
   if (!client.ok()) return Fail("get", client.status());
   auto size = (*client)->GetSize(key);
-  if (!size.ok()) return Fail("get", size.status());
+  if (!size.ok()) return Fail("get", size.status(), key);
   std::vector<char> data(*size);
   Status st = (*client)->RegisterBuffer(data.data(), data.size());
-  if (!st.ok()) return Fail("get", st);
+  if (!st.ok()) return Fail("get", st, key);
   auto got = (*client)->GetInto(key, data.data(), data.size());
-  if (!got.ok()) return Fail("get", got.status());
-  if (st = WriteOutput(path, data, *got, watcher); !st.ok()) return Fail("get", st);
-  std::cout << fmt::format("got {} ({}) -> {}\n", PrintableBytes(key), FormatSize(*got),
-                           PrintableBytes(path));
+  if (!got.ok()) return Fail("get", got.status(), key);
+  if (st = WriteOutput(path, data, *got, watcher); !st.ok()) return Fail("get", st, key);
+  // With FILE "-" the bytes are standard output: the summary goes to standard error.
+  (path == "-" ? std::cerr : std::cout)
+      << fmt::format("got {} ({}) -> {}\n", ShownKey(key), FormatSize(*got),
+                     path == "-" ? std::string("standard output") : PrintableBytes(path));
   return 0;
 }
 
@@ -222,7 +246,7 @@ int Exists(const ClientCommandOptions& o, const std::string& key) {
   auto client = Connect(o);
   if (!client.ok()) return Fail("exists", client.status());
   auto r = (*client)->IsExist(key);
-  if (!r.ok()) return Fail("exists", r.status());
+  if (!r.ok()) return Fail("exists", r.status(), key);
   std::cout << (*r ? "yes" : "no") << "\n";
   return *r ? 0 : 1;
 }
@@ -232,8 +256,8 @@ int Remove(const ClientCommandOptions& o, const std::string& key, bool force) {
   auto client = Connect(o);
   if (!client.ok()) return Fail("rm", client.status());
   Status st = (*client)->Remove(key, force);
-  if (!st.ok()) return Fail("rm", st);
-  std::cout << fmt::format("removed {}\n", PrintableBytes(key));
+  if (!st.ok()) return Fail("rm", st, key);
+  std::cout << fmt::format("removed {}\n", ShownKey(key));
   return 0;
 }
 
@@ -343,7 +367,7 @@ void AddClientCommands(CLI::App& app, ClientCommandOptions& o, int& exit_code) {
   add_common(put);
   put->callback([&] { exit_code = Put(o, o.key, o.path); });
 
-  auto* get = app.add_subcommand("get", "Write KEY's bytes to FILE");
+  auto* get = app.add_subcommand("get", "Write KEY's bytes to FILE (\"-\": standard output)");
   get->add_option("KEY", o.key)->required();
   get->add_option("FILE", o.path)->required();
   add_common(get);

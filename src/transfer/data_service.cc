@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <array>
+
 #include "transfer/read_trailer.h"
 
 namespace kvpool::transfer {
@@ -122,8 +125,15 @@ rpc::Reply DataService::Read(const rpc::DataRequest& req) {
   reply.payload.reserve(req.ranges_size());
   for (const auto& r : req.ranges())
     reply.payload.emplace_back(segment->base() + r.offset(), r.length());
-  if (req.status_trailer())
-    reply.payload.emplace_back(kGoodReadTrailer.data(), kGoodReadTrailer.size());
+  if (req.status_trailer()) {
+    // Good: every byte of the trailer and of its per-range codes is zero.
+    static constexpr std::array<uint8_t, 64 * 1024> kZeros{};
+    for (size_t left = ReadTrailerBytes(req.ranges_size(), req.range_status()); left > 0;) {
+      const size_t n = std::min(left, kZeros.size());
+      reply.payload.emplace_back(kZeros.data(), n);
+      left -= n;
+    }
+  }
   reply.keep_alive = std::move(segment);
   counters_.bytes_read.fetch_add(*total, std::memory_order_relaxed);
   return reply;

@@ -57,16 +57,23 @@ Status TcpTransport::Call(rpc::Method method, const SegmentRanges& where,
     return (*conn)->Call(method, req, &resp, out, in, deadline, &pieces);
   }
   // READs end with a status trailer: a disk tier streams its bytes before it knows they are
-  // all good (read_trailer.h).
+  // all good (read_trailer.h); with each range's own code when the caller wants them.
   req.set_status_trailer(true);
-  uint8_t trailer[ReadTrailer::kBytes];
+  const bool per_range = where.range_status != nullptr;
+  req.set_range_status(per_range);
+  std::vector<uint8_t> trailer(ReadTrailerBytes(where.ranges.size(), per_range));
   std::vector<iovec> dst;
   dst.reserve(in.size() + 1);
   dst.assign(in.begin(), in.end());
-  dst.push_back({trailer, sizeof(trailer)});
+  dst.push_back({trailer.data(), trailer.size()});
   Status st = (*conn)->Call(method, req, &resp, out, dst, deadline);
   if (!st.ok()) return st;
-  return ReadTrailer::Decode(trailer).ToStatus(*where.segment_name, where.ranges);
+  st = ReadTrailer::Decode(trailer.data()).ToStatus(*where.segment_name, where.ranges);
+  if (!st.ok() && per_range) {
+    *where.range_status =
+        DecodeRangeStatus(trailer.data() + ReadTrailer::kBytes, *where.segment_name, where.ranges);
+  }
+  return st;
 }
 
 Status TcpTransport::Write(const SegmentRanges& dst, std::span<const iovec> src,

@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "rpc/kvpool.pb.h"
 #include "rpc/server.h"
@@ -23,9 +24,12 @@ class TierReader {
   // Reads the ranges of `req` straight into `dst` (the caller's memory, as many bytes as the
   // ranges together, in their order) when the request names this reader's segment and the
   // bytes can land there with no copy; nullopt otherwise (the caller then uses Read). Errors as
-  // Read's reply codes; after an error nothing in `dst` is valid. Default: never.
+  // Read's reply codes. After an error, `range_status` (when not null) holds one status per
+  // range: the bytes of a range whose status is OK are valid, the others' are not (with a null
+  // `range_status`, nothing in `dst` is valid). Default: never.
   virtual std::optional<Status> ReadInto(const rpc::DataRequest& /*req*/,
-                                         std::span<const iovec> /*dst*/) {
+                                         std::span<const iovec> /*dst*/,
+                                         std::vector<Status>* /*range_status*/) {
     return std::nullopt;
   }
 };

@@ -26,8 +26,11 @@ Status TierTransport::Read(const SegmentRanges& src, std::span<const iovec> dst,
   req.set_segment_incarnation(src.incarnation);
   req.mutable_ranges()->Reserve(static_cast<int>(src.ranges.size()));
   for (const auto& r : src.ranges) *req.add_ranges() = r;
-  if (std::optional<Status> direct = reader_->ReadInto(req, dst)) return *direct;
+  if (std::optional<Status> direct = reader_->ReadInto(req, dst, src.range_status)) {
+    return *direct;
+  }
   req.set_status_trailer(true);
+  req.set_range_status(src.range_status != nullptr);
   std::optional<rpc::Reply> reply = reader_->Read(req);
   if (!reply) {
     return Status(
@@ -44,20 +47,27 @@ Status TierTransport::Read(const SegmentRanges& src, std::span<const iovec> dst,
   }
   rpc::PayloadSource& source = *reply->source;
   const size_t parts = source.parts();
-  ReadTrailer verdict{ErrorCode::INTERNAL_ERROR, 0};
+  const size_t trailer_bytes = ReadTrailerBytes(src.ranges.size(), src.range_status != nullptr);
+  Status verdict(ErrorCode::INTERNAL_ERROR,
+                 fmt::format("segment={}: the read ended without its trailer", *src.segment_name));
   for (size_t from = 0; from < parts;) {
     const size_t ready = source.WaitReady(from);
     for (size_t i = from; i < from + ready; ++i) {
       asio::const_buffer part = source.Part(i);
+      const auto* bytes = static_cast<const uint8_t*>(part.data());
       if (i + 1 < parts) {
-        out.CopyIn(static_cast<const uint8_t*>(part.data()), part.size());
-      } else if (part.size() == ReadTrailer::kBytes) {
-        verdict = ReadTrailer::Decode(static_cast<const uint8_t*>(part.data()));
+        out.CopyIn(bytes, part.size());
+      } else if (part.size() == trailer_bytes) {
+        verdict = ReadTrailer::Decode(bytes).ToStatus(*src.segment_name, src.ranges);
+        if (!verdict.ok() && src.range_status != nullptr) {
+          *src.range_status =
+              DecodeRangeStatus(bytes + ReadTrailer::kBytes, *src.segment_name, src.ranges);
+        }
       }
     }
     from += ready;
   }
-  return verdict.ToStatus(*src.segment_name, src.ranges);
+  return verdict;
 }
 
 }  // namespace kvpool::transfer

@@ -19,8 +19,9 @@ class TierTransport : public Transport {
   // INVALID_WRITE: a tier segment is filled by its host, never written by clients.
   Status Write(const SegmentRanges& dst, std::span<const iovec> src, Deadline deadline) override;
   // Errors: as the reader's READ (INVALID_READ, SEGMENT_NOT_FOUND, CHECKSUM_MISMATCH,
-  // FILE_READ_FAIL: then nothing in `dst` is valid), INVALID_PARAMS (length mismatch). Waits at
-  // most the reader's own deadline (a disk tier's io_timeout and its grace), not `deadline`.
+  // FILE_READ_FAIL: then nothing in `dst` is valid, except the ranges `src.range_status`
+  // reports OK when the caller asked for it), INVALID_PARAMS (length mismatch). Waits at most
+  // the reader's own deadline (a disk tier's io_timeout and its grace), not `deadline`.
   Status Read(const SegmentRanges& src, std::span<const iovec> dst, Deadline deadline) override;
 
  private:

@@ -8,6 +8,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "common/time.h"
 #include "kvpool/status.h"
@@ -35,6 +36,12 @@ struct SegmentRanges {
   // the move with RPC_TIMEOUT before the deadline (rpc::Connection::set_stall_timeout). Set by
   // callers that have somewhere else to go: another replica to read.
   Clock::duration stall_timeout{0};
+  // Reads only; null: not wanted. A transport that learns each range's own outcome fills it
+  // with one status per range when a Read fails: OK for a range whose bytes are in `dst` and
+  // exact (a disk host checked them), else that range's failure. So one corrupt object fails
+  // its own key, not every key read with it. Left empty when the transport cannot tell (the
+  // returned error then holds for every range).
+  std::vector<Status>* range_status = nullptr;
 };
 
 class Transport {

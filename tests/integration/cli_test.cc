@@ -1,6 +1,7 @@
 // The `kvpool` command line against a real pool: exit codes and messages a user sees.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "pool.h"
@@ -49,6 +50,38 @@ TEST(CliTest, PutGetExistsRmStat) {
   r = RunCommand(kBinary, {"exists", "page-1", "--master", m});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("no"), std::string::npos);
+  unlink(in.c_str());
+  unlink(out.c_str());
+}
+
+// Issue 33: `get KEY -` writes the bytes to standard output (the summary to standard error),
+// and a long key is shown cut, with its length, in what the command prints.
+TEST(CliTest, GetToStandardOutputAndLongKeysShownCut) {
+  Pool pool;
+  pool.AddNode("16MB");
+  const std::string m = pool.master_address();
+  const std::string content = "bytes to stdout\n\x01\x02";
+  const std::string in = TempFile(content);
+  auto r = RunCommand(kBinary, {"put", "to-stdout", in, "--master", m});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string out = TempFile("");
+  r = RunCommand("/bin/sh",
+                 {"-c", std::string(kBinary) + " get to-stdout - --master " + m + " > " + out});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(ReadAll(out), content);
+  EXPECT_NE(r.output.find("standard output"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists("-"));
+
+  const std::string long_key(4000, 'k');
+  r = RunCommand(kBinary, {"put", long_key, in, "--master", m});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(std::string(128, 'k') + "...(4000 bytes)"), std::string::npos)
+      << r.output.size();
+  EXPECT_EQ(r.output.find(std::string(129, 'k')), std::string::npos) << r.output.size();
+  r = RunCommand(kBinary, {"get", long_key + "x", out, "--master", m});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("...(4001 bytes)"), std::string::npos) << r.output.size();
+  EXPECT_EQ(r.output.find(std::string(129, 'k')), std::string::npos) << r.output.size();
   unlink(in.c_str());
   unlink(out.c_str());
 }

@@ -263,6 +263,23 @@ TEST(HaTest, EtcdDownStopsServingAndRestartedEtcdElectsALeader) {
   EXPECT_EQ(r.exact, 30u) << pool.Logs();
 }
 
+// Issue 33: a node given a standby's address directly hears NOT_LEADER: it says no master
+// leads, not that the master is unreachable (the network is fine).
+TEST(HaTest, NodeToldNotLeaderDoesNotCallTheMasterUnreachable) {
+  KVPOOL_REQUIRE_ETCD(etcd);
+  HaPool pool(etcd, 2);
+  auto first = pool.WaitForLeader(seconds(15));
+  ASSERT_TRUE(first.has_value()) << pool.Logs();
+  const size_t standby = (*first + 1) % 2;
+  Process node(kHaBinary,
+               {"node", "--host", "127.0.0.1", "--port", std::to_string(FreePort()),
+                "--master_server_address", "127.0.0.1:" + std::to_string(pool.rpc_port(standby)),
+                "--global_segment_size", "16MB"},
+               "node");
+  EXPECT_TRUE(node.WaitForLog("no master leads", milliseconds(10000))) << node.Log();
+  EXPECT_EQ(node.Log().find("master unreachable"), std::string::npos) << node.Log();
+}
+
 TEST(HaTest, BadEtcdAddressesFailClearlyWithExitCode1) {
   // Malformed: no etcd needed. The CLI, a node and a master alike exit 1 naming the address.
   for (const std::string bad : {"etcd://", "etcd://127.0.0.1:2379;;x", "etcd://h:2379/bad id"}) {
