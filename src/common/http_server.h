@@ -39,7 +39,7 @@ struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
-  std::string allow;  // a 405's "Allow" header: the methods the path takes ("POST")
+  std::string allow{};  // a 405's "Allow" header: the methods the path takes ("POST")
 };
 
 using HttpParams = std::multimap<std::string, std::string>;
