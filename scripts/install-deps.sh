@@ -14,6 +14,7 @@ PKGS=(
   libssl-dev openssl  # authentication (HMAC) and TLS; the openssl command makes test certificates
   liburing-dev  # the disk tier's I/O (src/disk: io_uring)
   fio  # the disk tier's benchmark baseline (docs/benchmarks.md, "Disk tier")
+  iproute2  # scripts/fleet.py: hosts in network namespaces (ip netns, veth, bridge, tc tbf)
   clang libclang-rt-14-dev  # the sanitizer test build and the fuzzers (libFuzzer's runtime)
   # The Python module (/usr/bin/python3) and its tests.
   python3-dev pybind11-dev python3-pybind11 python3-pytest python3-numpy
