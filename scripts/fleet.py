@@ -599,6 +599,64 @@ def analyze(records, rpc_ms, transfer_ms, slack_s=1.0):
 # ---------------------------------------------------------------------------------------------
 # smoke
 
+PORT_PROBE = """
+import sys, time, kvpool
+s = kvpool.KVPoolStore()
+rc = s.setup({"local_hostname": "localhost", "metadata_server": "P2PHANDSHAKE",
+              "global_segment_size": 16 << 20, "local_buffer_size": 0, "protocol": "tcp",
+              "master_server_address": sys.argv[1]})
+print("SETUP", rc, s.get_hostname() if rc == 0 else kvpool.last_error(), flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def probe_refused(f, host, target):
+    """`kvpool stat` at `target` from `host` without a secret: (refused as it should be, text)."""
+    env = {k: v for k, v in os.environ.items() if k != "KVPOOL_AUTH_SECRET"}
+    r = subprocess.run(["ip", "netns", "exec", host.ns, f.binary, "stat", "--master", target,
+                        "--timeout_ms", "3000"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=30, env=env, preexec_fn=_child_setup)
+    out = r.stdout.strip().splitlines()
+    last = out[-1] if out else ""
+    return r.returncode != 0 and ("ILLEGAL_CLIENT" in r.stdout or "secret" in r.stdout), last
+
+
+def port_checks(f, ctl, node_host, other, maddr, check):
+    """Every listening port follows protected mode, probed from another host without the
+    secret: the pool's master and a node (the pool has a secret), and a master and an embedded
+    client's segment port on a host of their own without one (protected mode). The embedded
+    client is given local_hostname "localhost" (Mooncake's default) with its master on another
+    address: it must announce this host's address instead, from Mooncake's port range."""
+    ok, why = probe_refused(f, other, maddr)
+    check("the master refuses another host without the secret", ok, why)
+    ok, why = probe_refused(f, ctl, f"{node_host.addr}:{NODE_PORT}")
+    check("a node's data port refuses another host without the secret", ok, why)
+    lone = f"{other.addr}:{MASTER_PORT + 10}"
+    env = {k: v for k, v in os.environ.items() if k != "KVPOOL_AUTH_SECRET"}
+    f.spawn("lone-master", other, [f.binary, "master", "--rpc_host", other.addr, "--rpc_port",
+                                   str(MASTER_PORT + 10), "--enable_http_admin", "false"], env=env)
+    env["PYTHONPATH"] = os.path.join(f.args.build, "python")
+    probe = f.spawn("lone-embedded", other, [PY, "-c", PORT_PROBE, lone, "30"], env=env)
+    line, end = "", time.monotonic() + 20
+    while time.monotonic() < end and "SETUP" not in line:
+        time.sleep(0.2)
+        with open(probe.logpath, errors="replace") as fh:
+            line = next((x for x in fh if x.startswith("SETUP")), "")
+    parts = line.split()
+    announced = parts[2] if len(parts) > 2 and parts[1] == "0" else ""
+    host, _, port = announced.rpartition(":")
+    check("an embedded client given localhost announces its host's address, port 12300-14300",
+          host == other.addr and port.isdigit() and 12300 <= int(port) <= 14300,
+          line.strip() or "no SETUP line")
+    ok, why = probe_refused(f, node_host, lone)
+    check("a master without a secret refuses another host (protected mode)", ok, why)
+    if announced:
+        ok, why = probe_refused(f, node_host, announced)
+        check("an embedded client's segment port refuses another host (protected mode)", ok, why)
+    f.kill("lone-embedded")
+    f.kill("lone-master")
+
+
 def scenario_smoke(args):
     rpc_ms, xfer_ms = args.rpc_timeout_ms, args.transfer_timeout_ms
     checks = []
@@ -625,6 +683,7 @@ def scenario_smoke(args):
         log(f"segments: {endpoints}")
         check("nodes announce their host's address",
               all(not e.startswith("127.") for e in endpoints), str(endpoints))
+        port_checks(f, ctl, hn[0], hn[1], maddr, check)
         eng = Engine(f, "e0", ctl, maddr, rpc_timeout_ms=rpc_ms, transfer_timeout_ms=xfer_ms,
                      page_size=args.page_size, batch=args.batch)
         n = args.pages

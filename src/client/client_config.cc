@@ -46,6 +46,7 @@ ClientOptionDescriptor Option(std::string_view name, OptionKind kind, T ClientOp
                               uint64_t max_count = std::numeric_limits<uint64_t>::max()) {
   ClientOptionDescriptor d{name, std::move(aliases), kind, std::move(env), doc, nullptr, nullptr};
   d.set = [name, kind, field, max_count](std::string_view value, ClientOptions& o) -> Status {
+    (void)name, (void)kind, (void)max_count;  // each used by some of the branches below
     if constexpr (std::is_same_v<T, std::string>) {
       o.*field = std::string(value);
       return Status::Ok();

@@ -182,7 +182,7 @@ void AttachServer::Rearm(Conn& conn) {
   }
   conn.timer.expires_at(when);
   std::weak_ptr<Conn> weak = *conn.position;
-  conn.timer.async_wait([weak, this](const asio::error_code& e) {
+  conn.timer.async_wait([weak](const asio::error_code& e) {
     auto c = weak.lock();
     if (e || c == nullptr || c->busy || c->expired) return;
     const auto now = Clock::now();

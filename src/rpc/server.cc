@@ -821,7 +821,7 @@ asio::awaitable<void> Server::Serve(ServerStream& stream, ConnectionContext& con
     }
     PayloadReader payload(stream, h->payload_len);
     Reply reply = co_await service_->HandleFrom(context, *h, meta, payload);
-    if (!payload.consumed()) co_await payload.Discard();
+    if (!payload.consumed()) (void)co_await payload.Discard();
     if (payload.failed()) {
       spdlog::warn("{}: closing connection from {}: payload truncated", options_.name, peer);
       co_return;
