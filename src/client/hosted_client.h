@@ -41,9 +41,7 @@ struct HostingOptions {
   bool transparent_huge_pages = false;  // SegmentMemoryOptions::transparent_huge_pages
   int io_threads = 2;                   // data server threads
   // What a peer refused by protected mode is told to do (rpc::ServerOptions::insecure_hint).
-  std::string insecure_hint =
-      "set \"insecure\": true in the client's configuration, or give "
-      "every process the pool secret ($KVPOOL_AUTH_SECRET)";
+  std::string insecure_hint = "set \"insecure\": true in the client's configuration";
   // Threads that move one batch's bytes besides the caller's (0: one per core but one, 1 to 3).
   int transfer_threads = 0;
   // true: Init fails when the master is unreachable (a client's set-up). false (a node): Init
