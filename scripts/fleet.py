@@ -310,9 +310,11 @@ class Fleet:
             bits = rate_bits(self.args.link)
             burst = max(int(bits / 8 / 100), 64 << 10)  # 10 ms at the rate, at least 64 KiB
             for dev, ns in ((h.veth, None), ("eth0", h.ns)):
-                run(["tc"] + (["-n", ns] if ns else []) +
-                    ["qdisc", "replace", "dev", dev, "root", "tbf", "rate", self.args.link,
-                     "burst", str(burst), "latency", "50ms"])
+                r = run(["tc"] + (["-n", ns] if ns else []) +
+                        ["qdisc", "replace", "dev", dev, "root", "tbf", "rate", self.args.link,
+                         "burst", str(burst), "latency", "50ms"], check=self.args.command != "smoke")
+                if r.returncode != 0:  # the smoke tests partitions, not rates: run uncapped
+                    log(f"tbf unavailable here ({r.stderr.strip()}); {h.name}'s link is uncapped")
         self.hosts[name] = h
         return h
 
