@@ -136,13 +136,17 @@ class Worker:
             t1 = time.monotonic()
             rec = {"op": "put", "t0": t0, "t1": t1, "w0": w0, "keys": chunk, "rc": list(rcs),
                    "v": version, "bytes": ps * sum(1 for r in rcs if r == 0)}
-            errs = {self.code_name(r) for r in rcs if r != 0}
-            if errs:
-                rec["errs"] = sorted(errs)
-                rec["err"] = self.kvpool.last_error()[:300]
-            self.emit(rec)
+            self.note_errors(rec, [r for r in rcs if r != 0])
             out.append(rec)
         return out
+
+    def note_errors(self, rec, failed):
+        """Adds the failed codes' names and the library's last message to `rec`; emits it."""
+        errs = {self.code_name(r) for r in failed}
+        if errs:
+            rec["errs"] = sorted(errs)
+            rec["err"] = self.kvpool.last_error()[:300]
+        self.emit(rec)
 
     def get(self, keys, version=0):
         np = self.np
@@ -172,11 +176,7 @@ class Worker:
                    "v": version, "bytes": verified, "wrong_bytes": wrong_bytes}
             if wrong:
                 rec["wrong"] = wrong
-            errs = {self.code_name(r) for r in rcs if r < 0}
-            if errs:
-                rec["errs"] = sorted(errs)
-                rec["err"] = self.kvpool.last_error()[:300]
-            self.emit(rec)
+            self.note_errors(rec, [r for r in rcs if r < 0])
             out.append(rec)
         return out
 
