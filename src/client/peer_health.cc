@@ -9,11 +9,13 @@ bool PeerHealth::MeansSilent(ErrorCode code) {
 }
 
 void PeerHealth::Note(const std::string& endpoint, const Status& outcome, Clock::time_point now) {
+  if (outcome.ok() && entries_.load(std::memory_order_relaxed) == 0) return;  // nothing to clear
   std::lock_guard lock(mu_);
   auto it = silent_until_.find(endpoint);
   if (outcome.ok()) {
     if (it == silent_until_.end()) return;
     silent_until_.erase(it);
+    entries_.store(silent_until_.size(), std::memory_order_relaxed);
     ++counters_.recovered;
     spdlog::info("segment host {} answers again", endpoint);
     return;
@@ -27,9 +29,11 @@ void PeerHealth::Note(const std::string& endpoint, const Status& outcome, Clock:
         endpoint, std::chrono::duration_cast<Millis>(avoid_for_).count(), outcome.ToString());
   }
   silent_until_[endpoint] = now + avoid_for_;
+  entries_.store(silent_until_.size(), std::memory_order_relaxed);
 }
 
 bool PeerHealth::Avoided(const std::string& endpoint, Clock::time_point now) const {
+  if (entries_.load(std::memory_order_relaxed) == 0) return false;
   std::lock_guard lock(mu_);
   auto it = silent_until_.find(endpoint);
   return it != silent_until_.end() && it->second > now;

@@ -9,6 +9,7 @@
 // Threading: thread-safe; every method takes one mutex briefly.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -46,7 +47,10 @@ class PeerHealth {
   const Clock::duration avoid_for_;
   mutable std::mutex mu_;
   std::map<std::string, Clock::time_point> silent_until_;  // guarded by mu_
-  Counters counters_;                                      // guarded by mu_
+  // silent_until_.size(), read without the lock: a get's replica order costs no lock while no
+  // peer is silent (the usual case).
+  std::atomic<size_t> entries_{0};
+  Counters counters_;  // guarded by mu_
 };
 
 }  // namespace kvpool::client
