@@ -5,6 +5,7 @@
 
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <span>
@@ -89,7 +90,10 @@ class TransferPlan {
         std::vector<Status> each;
         where.range_status = &each;
         part_status[p] = t.Read(where, memory, deadline);
-        if (!part_status[p].ok() && each.size() == part.last - part.first) {
+        // Kept only when it names a failed range: a failed request whose ranges all claim to
+        // be good (a confused or hostile host) fails every range, never returns its bytes.
+        if (!part_status[p].ok() && each.size() == part.last - part.first &&
+            std::any_of(each.begin(), each.end(), [](const Status& st) { return !st.ok(); })) {
           range_status[p] = std::move(each);
         }
         return;

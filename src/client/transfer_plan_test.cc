@@ -25,6 +25,8 @@ class MemoryTransport : public transfer::Transport {
   // Reads: fail only the range at fail_offset (CHECKSUM_MISMATCH), reporting each range's
   // outcome in SegmentRanges::range_status, as a disk host's trailer does.
   bool report_each = false;
+  // Reads: fail the request while reporting every range good (a confused or hostile host).
+  bool lie = false;
   std::mutex mu;
   int calls = 0;
 
@@ -33,6 +35,10 @@ class MemoryTransport : public transfer::Transport {
     {
       std::lock_guard<std::mutex> lock(mu);
       ++calls;
+    }
+    if (lie && !write && where.range_status != nullptr) {
+      *where.range_status = std::vector<Status>(where.ranges.size());
+      return Status(ErrorCode::CHECKSUM_MISMATCH, "injected, every range said good");
     }
     size_t mi = 0, moff = 0;
     std::vector<Status> each(where.ranges.size());
@@ -113,6 +119,27 @@ TEST(TransferPlanTest, ParallelPartsMoveEveryByteOnceAndReportFailuresPerObject)
         EXPECT_EQ(0, std::memcmp(dst.data() + i * kObj, src.data() + i * kObj, kObj)) << i;
       }
     }
+  }
+}
+
+// A failed read whose per-range report names no failed range fails every object of the
+// request: bytes are returned as good only when a range's own code says so.
+TEST(TransferPlanTest, AFailedReadWhoseRangesAllClaimGoodFailsThemAll) {
+  constexpr size_t kObjects = 8;
+  constexpr uint64_t kObj = 4096;
+  MemoryTransport seg(kObjects * kObj);
+  seg.lie = true;
+  std::vector<uint8_t> dst(kObjects * kObj, 0);
+  TransferPlan plan;
+  for (size_t i = 0; i < kObjects; ++i) {
+    ASSERT_TRUE(plan.Add(i, ReplicaAt("a", i * kObj, kObj), {{dst.data() + i * kObj, kObj}}).ok());
+  }
+  std::vector<Status> per_object(kObjects);
+  plan.Run(
+      false, [&](const std::string&) -> transfer::Transport& { return seg; }, Deadline::max(),
+      per_object);
+  for (size_t i = 0; i < kObjects; ++i) {
+    EXPECT_EQ(per_object[i].code(), ErrorCode::CHECKSUM_MISMATCH) << i;
   }
 }
 
