@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <map>
 #include <string_view>
 
@@ -51,6 +52,13 @@ Status Verify(const std::string& key, const KeyRead& read) {
 // MeansSilent) if any of its keys says so, else alive if any of its keys was read.
 void NoteOutcomes(const std::vector<KeyRead*>& round, const std::vector<Status>& status,
                   PeerHealth& health) {
+  // The usual round: every key read and no host silent before, so there is nothing to note.
+  if (!health.AnySilent() && std::none_of(round.begin(), round.end(), [&](const KeyRead* r) {
+        const Status& st = status[r->index];
+        return !st.ok() && PeerHealth::MeansSilent(st.code());
+      })) {
+    return;
+  }
   std::map<std::string_view, Status> outcome;  // by endpoint
   for (const KeyRead* r : round) {
     const Status& st = status[r->index];

@@ -9,7 +9,7 @@ bool PeerHealth::MeansSilent(ErrorCode code) {
 }
 
 void PeerHealth::Note(const std::string& endpoint, const Status& outcome, Clock::time_point now) {
-  if (outcome.ok() && entries_.load(std::memory_order_relaxed) == 0) return;  // nothing to clear
+  if (outcome.ok() && !AnySilent()) return;  // nothing to clear
   std::lock_guard lock(mu_);
   auto it = silent_until_.find(endpoint);
   if (outcome.ok()) {
@@ -33,7 +33,7 @@ void PeerHealth::Note(const std::string& endpoint, const Status& outcome, Clock:
 }
 
 bool PeerHealth::Avoided(const std::string& endpoint, Clock::time_point now) const {
-  if (entries_.load(std::memory_order_relaxed) == 0) return false;
+  if (!AnySilent()) return false;
   std::lock_guard lock(mu_);
   auto it = silent_until_.find(endpoint);
   return it != silent_until_.end() && it->second > now;

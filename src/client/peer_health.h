@@ -32,6 +32,9 @@ class PeerHealth {
   // Records the outcome of a move to the segment host at `endpoint` ("host:port"): a failure
   // whose code MeansSilent marks it silent (logged the first time), a success clears it.
   void Note(const std::string& endpoint, const Status& outcome, Clock::time_point now);
+  // False when no peer was found silent lately (or all have answered since): a quick check
+  // without the lock, for callers with nothing to clear.
+  bool AnySilent() const { return entries_.load(std::memory_order_relaxed) != 0; }
   // True while `endpoint` is being avoided.
   bool Avoided(const std::string& endpoint, Clock::time_point now) const;
 
