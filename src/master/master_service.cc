@@ -186,8 +186,14 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
         return reply;
       });
     case rpc::PUT_END:
-      return ServeKeys<rpc::PutEnd>("put end", meta, mc, caller,
-                                    [&](const auto& r) { return c.PutEnd(r, now); });
+      return ServeKeys<rpc::PutEnd>("put end", meta, mc, caller, [&](const auto& r) {
+        if (caller.privileged || r.unreachable_segments_size() == 0) return c.PutEnd(r, now);
+        // A tenant's client may not take segments out of placement (a pool component's
+        // report is trusted: it proved the pool secret).
+        rpc::PutEnd stripped = r;
+        stripped.clear_unreachable_segments();
+        return c.PutEnd(stripped, now);
+      });
     case rpc::GET_REPLICA_LIST:
       return ServeKeys<rpc::KeysRequest>("get replica list", meta, mc, caller, [&](const auto& r) {
         ReleasePiggybacked(c, r, now);

@@ -145,5 +145,35 @@ TEST_F(MasterServiceGrantTest, ErrorRepliesAndOtherMethodsAreUntouched) {
   EXPECT_EQ(s.segments_size(), 1);
 }
 
+// Only a pool component's report of an unreachable segment takes it out of placement: a
+// tenant's client, which proved only its tenant key, cannot steer the pool's writes away from a
+// healthy node.
+TEST_F(MasterServiceGrantTest, OnlyPoolComponentsReportSegmentsUnreachable) {
+  rpc::PutEnd report;
+  report.set_client_id("c");
+  report.add_unreachable_segments("seg");
+  ASSERT_EQ(Call(rpc::PUT_END, report, /*privileged=*/false).code, ErrorCode::OK);
+  rpc::PutStartReply after_tenant = PutStart("k1", /*privileged=*/false);
+  ASSERT_EQ(after_tenant.results_size(), 1);
+  EXPECT_EQ(after_tenant.results(0).replicas_size(), 1) << "a tenant's report was believed";
+
+  ASSERT_EQ(Call(rpc::PUT_END, report, /*privileged=*/true).code, ErrorCode::OK);
+  rpc::Reply r = Call(
+      rpc::PUT_START,
+      [] {
+        rpc::PutStart ps;
+        ps.set_client_id("c");
+        auto* item = ps.add_items();
+        item->set_key("k2");
+        item->set_size(1000);
+        return ps;
+      }(),
+      /*privileged=*/true);
+  rpc::PutStartReply after_pool;
+  ASSERT_TRUE(after_pool.ParseFromString(r.meta));
+  ASSERT_EQ(after_pool.results_size(), 1);
+  EXPECT_EQ(after_pool.results(0).replicas_size(), 0) << "the pool component's report was not";
+}
+
 }  // namespace
 }  // namespace kvpool::master
