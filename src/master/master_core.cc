@@ -470,7 +470,8 @@ bool MasterCore::TryPlace(ObjectTable::Shard& shard, const rpc::PutItem& item,
   return true;
 }
 
-Result<rpc::CodesReply> MasterCore::PutEnd(const rpc::PutEnd& req, TimePoint now) {
+Result<rpc::CodesReply> MasterCore::PutEnd(const rpc::PutEnd& req, TimePoint now,
+                                           std::vector<JournalMark>* marks) {
   if (req.client_id().empty()) {
     return Status(ErrorCode::INVALID_PARAMS, "put end: client_id is empty");
   }
@@ -489,7 +490,7 @@ Result<rpc::CodesReply> MasterCore::PutEnd(const rpc::PutEnd& req, TimePoint now
     const std::string& key = req.commit_keys(i);
     uint64_t checksum = i < req.commit_checksums_size() ? req.commit_checksums(i) : 0;
     std::string msg;
-    ErrorCode code = Commit(key, writer, checksum, now_ns, &msg);
+    ErrorCode code = Commit(key, writer, checksum, now_ns, &msg, i, marks);
     AddCode(&reply, code, std::move(msg));
   }
   for (const std::string& key : req.revoke_keys()) {
@@ -501,7 +502,8 @@ Result<rpc::CodesReply> MasterCore::PutEnd(const rpc::PutEnd& req, TimePoint now
 }
 
 ErrorCode MasterCore::Commit(std::string_view key, uint32_t writer, uint64_t checksum,
-                             int64_t now_ns, std::string* msg) {
+                             int64_t now_ns, std::string* msg, uint32_t index,
+                             std::vector<JournalMark>* marks) {
   Status st = ValidateKey(key);
   if (!st.ok()) {
     *msg = st.message();
@@ -523,7 +525,9 @@ ErrorCode MasterCore::Commit(std::string_view key, uint32_t writer, uint64_t che
     obj->set_last_access_ns(now_ns);
     // The segments' hosts learn of it through their journals (master restart without loss).
     for (const ReplicaRef& r : obj->replicas()) {
-      registry_.RecordCommit(r, key, obj->size, obj->checksum, obj->flags & (kSoftPin | kHardPin));
+      uint64_t seq = registry_.RecordCommit(r, key, obj->size, obj->checksum,
+                                            obj->flags & (kSoftPin | kHardPin));
+      if (marks != nullptr && seq != 0) marks->push_back({index, r.segment_id, seq});
     }
   }
   return ErrorCode::OK;

@@ -151,7 +151,15 @@ class MasterCore {
   // client's put, e.g. after a takeover); INVALID_KEY. Revoke frees the reservation now: OK;
   // OBJECT_NOT_FOUND; ILLEGAL_CLIENT; INVALID_WRITE (already complete: use Remove); INVALID_KEY.
   // Request errors: INVALID_PARAMS (empty client_id).
-  Result<rpc::CodesReply> PutEnd(const rpc::PutEnd& req, TimePoint now);
+  // `marks` (optional) receives where each commit was journalled, for CommitsAcked: a caller
+  // that answers the writer only once a host holds the commit (MasterService) waits on them.
+  struct JournalMark {
+    uint32_t reply_index;  // the key's code in the reply
+    uint64_t segment_id;
+    uint64_t seq;
+  };
+  Result<rpc::CodesReply> PutEnd(const rpc::PutEnd& req, TimePoint now,
+                                 std::vector<JournalMark>* marks = nullptr);
 
   // Per key: OK with size, checksum and replicas, and (unless no_lease) a read lease on it;
   // REPLICA_IS_NOT_READY (pending); OBJECT_NOT_FOUND; REPLICA_IS_GONE (its segments were just
@@ -247,6 +255,14 @@ class MasterCore {
   bool JournalReady(const rpc::Ping& req) const;
   // Notified whenever a segment's journal grows (wakes long-polling pings).
   JournalSignal& journal_signal() { return registry_.journal_signal(); }
+  // Records the journal acknowledgements a ping carries, before the ping waits for news (so a
+  // put waiting in CommitsAcked learns of them at once). Only a privileged caller's.
+  void AckJournals(const rpc::Ping& req);
+  // Fills `unacked` with the reply indices of `marks` (sorted by reply_index) none of whose
+  // segments' hosts holds the commit yet (SegmentRegistry::CommitAcked); true when none.
+  bool CommitsAcked(std::span<const JournalMark> marks, std::vector<uint32_t>* unacked) const;
+  // Notified whenever a host acknowledges journal entries (wakes puts waiting on CommitsAcked).
+  JournalSignal& ack_signal() { return registry_.ack_signal(); }
   // Marks a segment as draining (no new replicas; `draining` false undoes it). A non-empty
   // `client_id` must own the segment (a host draining itself; the admin endpoint passes none).
   // Errors: SEGMENT_NOT_FOUND; ILLEGAL_CLIENT.
@@ -308,8 +324,9 @@ class MasterCore {
                        rpc::PutStartResult* out, Carried* carried);
   bool TryPlace(ObjectTable::Shard& shard, const rpc::PutItem& item, const PutContext& ctx,
                 const Carried& carried, rpc::PutStartResult* out);
+  // Appends the journal entries of a commit to `marks` (when given) as reply `index`'s.
   ErrorCode Commit(std::string_view key, uint32_t writer, uint64_t checksum, int64_t now_ns,
-                   std::string* msg);
+                   std::string* msg, uint32_t index, std::vector<JournalMark>* marks);
   ErrorCode Revoke(std::string_view key, uint32_t writer, int64_t now_ns, std::string* msg);
   ErrorCode RemoveOne(std::string_view key, bool force, int64_t now_ns, std::string* msg);
   void FreeReplicas(const Object& o);

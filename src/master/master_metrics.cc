@@ -160,6 +160,10 @@ void MasterMetrics::RenderRequests(metrics::TextWriter& w) const {
   w.WriteCounter("kvpool_master_get_located_bytes_total",
                  "Bytes of objects get_replica_list located for readers.",
                  get_located_bytes_.value());
+  w.WriteCounter("kvpool_master_commits_unacked_total",
+                 "Committed keys whose put was answered RPC_TIMEOUT: no replica's host recorded "
+                 "the commit within --commit_ack_timeout_ms (a host cut off from the master).",
+                 commits_unacked_.value());
   const HousekeepingTotals& h = housekeeping_;
   w.WriteCounter("kvpool_master_clients_expired_total",
                  "Clients and nodes declared dead after --client_ttl of silence.",

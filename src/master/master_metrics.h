@@ -106,6 +106,16 @@ class MasterMetrics {
   };
 
   HousekeepingTotals& housekeeping() { return housekeeping_; }
+  // PUT_END keys answered RPC_TIMEOUT: no replica's host recorded the commit in time
+  // (--commit_ack_timeout_ms). Counted as PUT_END errors too (the call's own accounting saw
+  // them succeed).
+  void CommitsUnacked(uint64_t n) {
+    commits_unacked_.Add(n);
+    for (uint64_t i = 0; i < n; ++i) {
+      Of(MetricMethod::kPutEnd).errors.Add(static_cast<int32_t>(ErrorCode::RPC_TIMEOUT));
+    }
+  }
+  uint64_t commits_unacked() const { return commits_unacked_.value(); }
 
   // Prometheus text: the request metrics, housekeeping totals and `pool`'s gauges.
   std::string Render(const PoolGauges& pool) const;
@@ -134,6 +144,7 @@ class MasterMetrics {
   metrics::Counter put_reserved_bytes_;  // bytes of put_start items given space
   metrics::Counter put_already_exists_;  // put_start items that needed no write
   metrics::Counter get_located_bytes_;   // bytes of objects get_replica_list located
+  metrics::Counter commits_unacked_;     // see CommitsUnacked
   HousekeepingTotals housekeeping_;
 };
 

@@ -66,6 +66,9 @@ void AddMasterFlags(CLI::App& app, MasterOptions& o) {
               "watermark eviction spares objects touched this recently (ms; 0: off)");
   AddDuration(app, "--disk_offload_wait_ms", o.disk_offload_wait,
               "eviction spares objects waiting for their node's disk tier this long (ms; 0: off)");
+  AddDuration(app, "--commit_ack_timeout_ms", o.commit_ack_timeout,
+              "a put is acknowledged once a replica's host recorded it, or fails after this "
+              "(ms; 0: acknowledge at once)");
   AddDuration(app, "--default_kv_lease_ttl", o.default_kv_lease_ttl, "read lease in milliseconds");
   AddDuration(app, "--client_ttl", o.client_ttl, "seconds of silence after which a client is dead");
   AddDuration(app, "--put_start_discard_timeout_sec", o.put_start_discard_timeout_sec,
@@ -192,6 +195,11 @@ Status ValidateMasterOptions(const MasterOptions& o) {
   if (o.disk_offload_wait < std::chrono::milliseconds(0) || o.disk_offload_wait > hours(1)) {
     return Bad("disk_offload_wait_ms", std::to_string(o.disk_offload_wait.count()),
                "0..3600000 milliseconds");
+  }
+  if (o.commit_ack_timeout < std::chrono::milliseconds(0) ||
+      o.commit_ack_timeout > std::chrono::milliseconds(60000)) {
+    return Bad("commit_ack_timeout_ms", std::to_string(o.commit_ack_timeout.count()),
+               "0..60000 milliseconds");
   }
   auto lease = o.default_kv_lease_ttl;
   if (lease < std::chrono::milliseconds(1) || lease > hours(1)) {

@@ -48,6 +48,14 @@ struct MasterOptions {
   // (PutStartResult.offload_pending) and the puts run at the disk's speed. Flag
   // --disk_offload_wait_ms. Default 10000 ms; range 0 (off) .. 1 h.
   std::chrono::milliseconds disk_offload_wait{10000};
+  // A put is acknowledged once a host holding one of its replicas has recorded the commit in
+  // its object list (segment journal), so a master that crashes or loses its leadership right
+  // after the acknowledgement loses no acknowledged put: the next master rebuilds from those
+  // lists. A key whose commit no host recorded within this long gets RPC_TIMEOUT (the object
+  // stays committed here; a retried put finds it). Flag --commit_ack_timeout_ms. Default
+  // 1000 ms; range 0 .. 60000 (0: acknowledge at once, as before: a failover may lose the puts
+  // of its last moments).
+  std::chrono::milliseconds commit_ack_timeout{1000};
   // Read lease granted by GetReplicaList. Flag --default_kv_lease_ttl, in milliseconds like
   // Mooncake's. Default 10000 ms; range 1 ms .. 1 h.
   std::chrono::milliseconds default_kv_lease_ttl{10000};

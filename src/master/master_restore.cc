@@ -31,6 +31,27 @@ bool MasterCore::JournalReady(const rpc::Ping& req) const {
   return false;
 }
 
+void MasterCore::AckJournals(const rpc::Ping& req) {
+  for (const rpc::JournalAck& ack : req.journal_acks()) {
+    registry_.AckJournal(ack.segment_name(), req.client_id(), ack.applied_seq());
+  }
+}
+
+bool MasterCore::CommitsAcked(std::span<const JournalMark> marks,
+                              std::vector<uint32_t>* unacked) const {
+  unacked->clear();
+  for (size_t i = 0; i < marks.size();) {
+    // The marks of one key are adjacent; one replica in its host's list is enough.
+    const uint32_t index = marks[i].reply_index;
+    bool held = false;
+    for (; i < marks.size() && marks[i].reply_index == index; ++i) {
+      held = held || registry_.CommitAcked(marks[i].segment_id, marks[i].seq);
+    }
+    if (!held) unacked->push_back(index);
+  }
+  return unacked->empty();
+}
+
 Status MasterCore::DrainSegment(const rpc::DrainSegment& req, TimePoint now) {
   if (req.client_id().empty()) {
     return Status(ErrorCode::INVALID_PARAMS, "drain: client_id is empty");

@@ -147,7 +147,8 @@ Status CheckReachableEndpoint(const rpc::MountSegment& req, Caller caller) {
 
 }  // namespace
 
-rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Caller caller) {
+rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Caller caller,
+                                   std::vector<MasterCore::JournalMark>* marks) {
   MasterCore& c = *core_;
   const auto now = clock_();
   MasterMetrics::Call mc(&metrics_, MetricMethodOf(method));
@@ -187,12 +188,14 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
       });
     case rpc::PUT_END:
       return ServeKeys<rpc::PutEnd>("put end", meta, mc, caller, [&](const auto& r) {
-        if (caller.privileged || r.unreachable_segments_size() == 0) return c.PutEnd(r, now);
+        if (caller.privileged || r.unreachable_segments_size() == 0) {
+          return c.PutEnd(r, now, marks);
+        }
         // A tenant's client may not take segments out of placement (a pool component's
         // report is trusted: it proved the pool secret).
         rpc::PutEnd stripped = r;
         stripped.clear_unreachable_segments();
-        return c.PutEnd(stripped, now);
+        return c.PutEnd(stripped, now, marks);
       });
     case rpc::GET_REPLICA_LIST:
       return ServeKeys<rpc::KeysRequest>("get replica list", meta, mc, caller, [&](const auto& r) {
@@ -269,12 +272,71 @@ asio::awaitable<rpc::Reply> MasterService::Answer(const rpc::FrameHeader& header
   }
   // Only segment hosts (privileged) long-poll their journals.
   if (header.base_method() == rpc::PING && caller.privileged) co_await AwaitJournal(meta);
+  if (header.base_method() == rpc::PUT_END) co_return co_await AnswerPutEnd(meta, caller);
   co_return Dispatch(header.base_method(), meta, caller);
+}
+
+asio::awaitable<rpc::Reply> MasterService::AnswerPutEnd(std::string_view meta, Caller caller) {
+  const Clock::duration wait = core_->options().commit_ack_timeout;
+  if (wait == Clock::duration::zero()) co_return Dispatch(rpc::PUT_END, meta, caller);
+  // Counted before the commits are journalled, so the ping they wake answers at once.
+  commit_waiters_.fetch_add(1, std::memory_order_relaxed);
+  std::vector<MasterCore::JournalMark> marks;
+  rpc::Reply reply = Dispatch(rpc::PUT_END, meta, caller, &marks);
+  std::vector<uint32_t> unacked;
+  bool held = marks.empty() || reply.code != ErrorCode::OK;
+  if (!held) held = co_await AwaitCommitsAcked(marks, wait, &unacked);
+  commit_waiters_.fetch_sub(1, std::memory_order_relaxed);
+  rpc::CodesReply codes;
+  if (held || !Parse(reply.meta, &codes)) co_return reply;
+  // The objects stay committed (their hosts may still record them, and a retried put finds
+  // them), but this master cannot promise that its successor would know them.
+  if (codes.messages_size() == 0) {
+    for (int i = 0; i < codes.codes_size(); ++i) codes.add_messages();
+  }
+  for (uint32_t i : unacked) {
+    if (static_cast<int>(i) >= codes.codes_size()) continue;
+    codes.set_codes(static_cast<int>(i), static_cast<int32_t>(ErrorCode::RPC_TIMEOUT));
+    codes.set_messages(static_cast<int>(i),
+                       fmt::format("commit not yet recorded by any replica's host after {} ms "
+                                   "(--commit_ack_timeout_ms): the put may not survive a master "
+                                   "failover; retry it",
+                                   std::chrono::duration_cast<Millis>(wait).count()));
+  }
+  metrics_.CommitsUnacked(unacked.size());
+  spdlog::warn("put end: {} of {} commit(s) not recorded by any replica's host within {} ms",
+               unacked.size(), codes.codes_size(),
+               std::chrono::duration_cast<Millis>(wait).count());
+  co_return rpc::Reply::Of(codes);
+}
+
+asio::awaitable<bool> MasterService::AwaitCommitsAcked(
+    std::span<const MasterCore::JournalMark> marks, Clock::duration wait,
+    std::vector<uint32_t>* unacked) {
+  const auto until = Clock::now() + wait;
+  auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
+  JournalSignal& signal = core_->ack_signal();
+  while (true) {
+    // Subscribe before looking: an acknowledgement in between wakes the wait at once.
+    uint64_t id = signal.Subscribe(
+        [timer] { asio::post(timer->get_executor(), [timer] { timer->cancel(); }); });
+    if (core_->CommitsAcked(marks, unacked) || Clock::now() >= until) {
+      signal.Unsubscribe(id);
+      co_return unacked->empty();
+    }
+    timer->expires_at(std::min(until, Clock::now() + kCommitAckPoll));
+    asio::error_code ec;
+    co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    signal.Unsubscribe(id);
+  }
 }
 
 asio::awaitable<void> MasterService::AwaitJournal(std::string_view meta) {
   rpc::Ping req;
-  if (!Parse(meta, &req) || req.journal_wait_ms() == 0 || req.journal_acks_size() == 0) co_return;
+  if (!Parse(meta, &req)) co_return;
+  // Its acknowledgements count now, not after the wait: puts wait on them.
+  core_->AckJournals(req);
+  if (req.journal_wait_ms() == 0 || req.journal_acks_size() == 0) co_return;
   // A ping from a segment host may wait for journal entries (a long poll), so that commits
   // reach the host within a few milliseconds. It sleeps until a journal grows (JournalSignal
   // cancels its timer) or the wait ends: an idle master does no work between heartbeats. The
@@ -299,7 +361,7 @@ asio::awaitable<void> MasterService::AwaitJournal(std::string_view meta) {
     signal.Unsubscribe(id);
     woken = woken || ec == asio::error::operation_aborted;
   }
-  if (woken && Clock::now() < until) {
+  if (woken && Clock::now() < until && commit_waiters_.load(std::memory_order_relaxed) == 0) {
     // Let the rest of a burst of commits join this reply.
     timer->expires_after(kJournalGather);
     asio::error_code ec;

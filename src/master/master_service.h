@@ -17,7 +17,10 @@
 // (a long-polling ping waits on a timer, not a thread).
 #pragma once
 
+#include <atomic>
 #include <functional>
+#include <span>
+#include <vector>
 
 #include "master/grant_issuer.h"
 #include "master/master_core.h"
@@ -35,6 +38,9 @@ class MasterService : public rpc::Service {
   explicit MasterService(MasterCore* core, ClockFn clock = &Clock::now, GrantIssuer grants = {})
       : core_(core), clock_(std::move(clock)), grants_(std::move(grants)) {}
 
+  // A PUT_END is answered once, for each committed key, a host holding one of its replicas has
+  // acknowledged the commit's journal entry (options().commit_ack_timeout; a key still unheld
+  // then gets RPC_TIMEOUT): acknowledged puts survive a master failover or restart.
   // As a privileged default-tenant caller (tests, in-process use).
   asio::awaitable<rpc::Reply> Handle(const rpc::FrameHeader& header, std::string_view meta,
                                      rpc::PayloadReader& payload) override;
@@ -44,8 +50,11 @@ class MasterService : public rpc::Service {
                                          const rpc::FrameHeader& header, std::string_view meta,
                                          rpc::PayloadReader& payload) override;
 
-  // The same dispatch without coroutines (used by Handle; handy in tests).
-  rpc::Reply Dispatch(uint16_t method, std::string_view meta, Caller caller = {});
+  // The same dispatch without coroutines (used by Handle; handy in tests). A PUT_END answered
+  // here does not wait for its commits to reach a host (see Handle); `marks`, when given,
+  // receives where they were journalled.
+  rpc::Reply Dispatch(uint16_t method, std::string_view meta, Caller caller = {},
+                      std::vector<MasterCore::JournalMark>* marks = nullptr);
 
   // Requests, keys, latency and errors of every call served so far.
   MasterMetrics& metrics() { return metrics_; }
@@ -55,17 +64,29 @@ class MasterService : public rpc::Service {
   // entries to gather before it answers (one reply carries a burst of commits, not one each).
   static constexpr Clock::duration kMaxJournalWait = std::chrono::seconds(2);
   static constexpr Clock::duration kJournalGather = std::chrono::milliseconds(2);
+  // The longest a waiting PUT_END sleeps between looks at its commits (a bound on a missed
+  // wake-up, e.g. on a server whose connections share threads).
+  static constexpr Clock::duration kCommitAckPoll = std::chrono::milliseconds(50);
 
  private:
   asio::awaitable<rpc::Reply> Answer(const rpc::FrameHeader& header, std::string_view meta,
                                      rpc::PayloadReader& payload, Caller caller);
   // Holds a long-polling ping (Ping.journal_wait_ms) until a journal it acks has entries.
   asio::awaitable<void> AwaitJournal(std::string_view meta);
+  // Dispatches a PUT_END and answers it once its commits are held by hosts (see Handle).
+  asio::awaitable<rpc::Reply> AnswerPutEnd(std::string_view meta, Caller caller);
+  // Waits until every key of `marks` is held by a host or `wait` passes; `unacked` then names
+  // the keys' reply indices still unheld. True when none is.
+  asio::awaitable<bool> AwaitCommitsAcked(std::span<const MasterCore::JournalMark> marks,
+                                          Clock::duration wait, std::vector<uint32_t>* unacked);
 
   MasterCore* const core_;
   const ClockFn clock_;
   const GrantIssuer grants_;
   MasterMetrics metrics_;
+  // PUT_ENDs waiting for hosts: a woken long-polling ping then answers at once rather than
+  // gathering more commits (the puts wait on its round trip).
+  std::atomic<int> commit_waiters_{0};
 };
 
 }  // namespace kvpool::master

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <future>
 #include <thread>
 
 #include "common/keys.h"
@@ -103,6 +104,92 @@ TEST_F(MasterServiceTest, EndToEndOverSockets) {
   EXPECT_EQ(node.UnmountSegment("nope", Soon()).code(), ErrorCode::SEGMENT_NOT_FOUND);
   EXPECT_TRUE(node.UnmountSegment("127.0.0.1:7001", Soon()).ok());
   EXPECT_EQ(client.Stat(Soon())->segments_size(), 0);
+}
+
+// A put is acknowledged once a host holding one of its replicas has recorded the commit in its
+// object list (acknowledged its journal entry): a master that dies or loses its leadership
+// right after the acknowledgement loses no acknowledged put, as the next one rebuilds from
+// those lists.
+MasterOptions CommitAckOptions() {
+  MasterOptions o = TestOptions();
+  o.commit_ack_timeout = std::chrono::milliseconds(400);
+  return o;
+}
+
+class CommitAckTest : public MasterServiceTest {
+ protected:
+  CommitAckTest() : MasterServiceTest(CommitAckOptions()) {}
+  // A ping of segment host "node-1" acknowledging its journal up to `applied` (no long poll).
+  rpc::PingReply HostPing(MasterClient& node, uint64_t applied) {
+    rpc::Ping req;
+    rpc::JournalAck* ack = req.add_journal_acks();
+    ack->set_segment_name("seg");
+    ack->set_applied_seq(applied);
+    auto r = node.Ping(std::move(req), Soon());
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : rpc::PingReply();
+  }
+  void PutStart(MasterClient& client, const std::string& key) {
+    std::vector<MasterClient::PutItem> items = {{key, 4096}};
+    auto put = client.PutStart(items, rpc::ReplicateConfig(), false, Soon());
+    ASSERT_TRUE(put.ok()) << put.status().ToString();
+    ASSERT_EQ(put->results(0).code(), 0);
+  }
+};
+
+TEST_F(CommitAckTest, PutEndAnswersOnceTheHostRecordedTheCommit) {
+  MasterClient node(ep_, "node-1");
+  MasterClient client(ep_, "client-1");
+  ASSERT_TRUE(node.Ping(Soon()).ok());
+  ASSERT_TRUE(node.MountSegment("seg", "127.0.0.1:7001", 1 << 20, Soon()).ok());
+  HostPing(node, 0);  // the host keeps an object list: it acknowledges its journal
+  PutStart(client, "page-0");
+
+  std::vector<std::string> commit = {"page-0"}, none;
+  std::vector<uint64_t> checksums = {7};
+  auto end = std::async(std::launch::async,
+                        [&] { return client.PutEnd(commit, checksums, none, Soon()); });
+  EXPECT_EQ(end.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout)
+      << "answered before any host recorded the commit";
+  rpc::PingReply collected = HostPing(node, 0);
+  ASSERT_EQ(collected.journals_size(), 1);
+  ASSERT_EQ(collected.journals(0).entries_size(), 1);
+  EXPECT_EQ(collected.journals(0).entries(0).key(), "page-0");
+  HostPing(node, collected.journals(0).entries(0).seq());  // applied: the put is safe now
+  ASSERT_EQ(end.wait_for(std::chrono::milliseconds(300)), std::future_status::ready)
+      << "still waiting after the host acknowledged the commit";
+  auto r = end.get();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->codes(0), 0);
+  EXPECT_EQ(master_.metrics().commits_unacked(), 0u);
+}
+
+TEST_F(CommitAckTest, ACommitNoHostRecordsIsRpcTimeoutButStaysCommitted) {
+  MasterClient node(ep_, "node-1");
+  MasterClient client(ep_, "client-1");
+  ASSERT_TRUE(node.Ping(Soon()).ok());
+  ASSERT_TRUE(node.MountSegment("seg", "127.0.0.1:7001", 1 << 20, Soon()).ok());
+  HostPing(node, 0);
+  PutStart(client, "page-0");
+  PutStart(client, "page-1");
+  std::vector<std::string> commit = {"page-0"}, revoke = {"page-1"};
+  std::vector<uint64_t> checksums = {7};
+  const auto t0 = Clock::now();
+  auto r = client.PutEnd(commit, checksums, revoke, Soon());  // the host never pings again
+  const auto waited = Clock::now() - t0;
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(static_cast<ErrorCode>(r->codes(0)), ErrorCode::RPC_TIMEOUT);
+  EXPECT_NE(r->messages(0).find("--commit_ack_timeout_ms"), std::string::npos) << r->messages(0);
+  EXPECT_EQ(r->codes(1), 0);  // a revoke waits for nothing
+  EXPECT_GE(waited, std::chrono::milliseconds(390));
+  EXPECT_LT(waited, std::chrono::seconds(3));
+  EXPECT_EQ(master_.metrics().commits_unacked(), 1u);
+  EXPECT_EQ(master_.metrics().errors(MetricMethod::kPutEnd, ErrorCode::RPC_TIMEOUT), 1u);
+  // Still committed here: a retried put finds it, and the host may yet record it.
+  std::vector<std::string> keys = {"page-0"};
+  auto exists = client.Exists(keys, Soon());
+  ASSERT_TRUE(exists.ok());
+  EXPECT_EQ(exists->codes(0), 1);
 }
 
 TEST_F(MasterServiceTest, RefusesWhatItDoesNotServe) {

@@ -26,6 +26,7 @@ void SegmentJournal::AppendFree(uint64_t offset, uint64_t size) {
 
 void SegmentJournal::Ack(uint64_t applied_seq) {
   applied_seq = std::min(applied_seq, last_seq());
+  acked_seq_ = std::max(acked_seq_, applied_seq);
   while (!entries_.empty() && entries_.front().seq <= applied_seq) entries_.pop_front();
 }
 

@@ -42,6 +42,8 @@ class SegmentJournal {
   size_t Collect(uint64_t applied_seq, size_t max_entries, rpc::SegmentJournal* out) const;
 
   uint64_t last_seq() const { return next_seq_ - 1; }
+  // The highest sequence number the host has acknowledged applying (0: none yet).
+  uint64_t acked_seq() const { return acked_seq_; }
   size_t size() const { return entries_.size(); }
 
  private:
@@ -57,6 +59,7 @@ class SegmentJournal {
   const size_t capacity_;
   std::deque<Entry> entries_;  // ascending seq, all > acked
   uint64_t next_seq_ = 1;
+  uint64_t acked_seq_ = 0;
   uint64_t reset_seq_ = 0;  // a host that applied less than this must clear its list
 };
 

@@ -229,14 +229,45 @@ size_t SegmentRegistry::ReleaseDue(int64_t now_ns) {
   return due.size();
 }
 
-void SegmentRegistry::RecordCommit(const ReplicaRef& r, std::string_view key, uint64_t size,
-                                   uint64_t checksum, uint8_t pin_flags) {
+uint64_t SegmentRegistry::RecordCommit(const ReplicaRef& r, std::string_view key, uint64_t size,
+                                       uint64_t checksum, uint8_t pin_flags) {
   std::shared_lock lock(map_mu_);
   auto it = by_id_.find(r.segment_id);
-  if (it == by_id_.end()) return;
-  std::lock_guard seg_lock(it->second->mu);
-  it->second->journal.AppendCommit(r.offset, size, key, checksum, pin_flags);
+  if (it == by_id_.end()) return 0;
+  uint64_t seq;
+  {
+    std::lock_guard seg_lock(it->second->mu);
+    it->second->journal.AppendCommit(r.offset, size, key, checksum, pin_flags);
+    seq = it->second->journal.last_seq();
+  }
   journal_signal_.Notify();
+  return seq;
+}
+
+bool SegmentRegistry::AckJournal(std::string_view name, std::string_view client_id,
+                                 uint64_t applied_seq) {
+  bool advanced;
+  {
+    std::shared_lock lock(map_mu_);
+    auto it = by_name_.find(std::string(name));
+    if (it == by_name_.end() || it->second->client_id != client_id) return false;
+    Segment& s = *it->second;
+    std::lock_guard seg_lock(s.mu);
+    const uint64_t before = s.journal.acked_seq();
+    s.journal.Ack(applied_seq);
+    advanced = s.journal.acked_seq() != before || !s.journal_acked;
+    s.journal_acked = true;
+  }
+  if (advanced) ack_signal_.Notify();
+  return true;
+}
+
+bool SegmentRegistry::CommitAcked(uint64_t segment_id, uint64_t seq) const {
+  std::shared_lock lock(map_mu_);
+  auto it = by_id_.find(segment_id);
+  if (it == by_id_.end()) return true;
+  std::lock_guard seg_lock(it->second->mu);
+  return !it->second->journal_acked || it->second->journal.acked_seq() >= seq;
 }
 
 bool SegmentRegistry::AnyAccepting() const {
@@ -264,6 +295,7 @@ bool SegmentRegistry::CollectJournal(std::string_view name, std::string_view cli
   Segment& s = *it->second;
   std::lock_guard seg_lock(s.mu);
   s.journal.Ack(applied_seq);
+  s.journal_acked = true;
   out->set_segment_name(s.name);
   s.journal.Collect(applied_seq, max_entries, out);
   return true;

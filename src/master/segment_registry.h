@@ -137,9 +137,21 @@ class SegmentRegistry {
   size_t ReleaseDue(int64_t now_ns);
 
   // ---- Segment journals (see segment_journal.h) ----
-  // Records that the object `key` became complete in replica `r`. A stale segment is ignored.
-  void RecordCommit(const ReplicaRef& r, std::string_view key, uint64_t size, uint64_t checksum,
-                    uint8_t pin_flags);
+  // Records that the object `key` became complete in replica `r`. Returns the journal entry's
+  // sequence number for CommitAcked; 0 when the segment is stale (nothing recorded).
+  uint64_t RecordCommit(const ReplicaRef& r, std::string_view key, uint64_t size, uint64_t checksum,
+                        uint8_t pin_flags);
+  // A ping from `client_id` says segment `name`'s host applied its journal up to
+  // `applied_seq`: records it (the segment now counts as one whose host keeps an object list)
+  // and notifies ack_signal() when that is news. False when the segment is not mounted by that
+  // client. Cheap; never waits.
+  bool AckJournal(std::string_view name, std::string_view client_id, uint64_t applied_seq);
+  // True when the commit recorded as `seq` in segment `segment_id` is in its host's object list
+  // or never will be: the host acknowledged it, the segment is gone (unmounted, replaced), or its
+  // host never acknowledged any journal (a host that keeps no list: nothing to wait for).
+  bool CommitAcked(uint64_t segment_id, uint64_t seq) const;
+  // Notified whenever a host acknowledges new journal entries.
+  JournalSignal& ack_signal() { return ack_signal_; }
   // For a ping from `client_id`: drops the entries of segment `name` up to `applied_seq`, then
   // adds up to `max_entries` newer ones to `out`. False (nothing added) when the segment is not
   // mounted by that client.
@@ -235,6 +247,7 @@ class SegmentRegistry {
     std::atomic<bool> accepting{true};
     std::atomic<bool> suspect{false};  // see MarkSuspect
     SegmentJournal journal;            // guarded by mu
+    bool journal_acked = false;        // guarded by mu: its host has acknowledged a journal
   };
   struct Deferred {
     ReplicaRef ref;
@@ -261,6 +274,7 @@ class SegmentRegistry {
   std::mutex deferred_mu_;
   std::vector<Deferred> deferred_;  // guarded by deferred_mu_
   JournalSignal journal_signal_;
+  JournalSignal ack_signal_;
 };
 
 }  // namespace kvpool::master
