@@ -214,7 +214,11 @@ AdminResponse AdminRoutes::Segments() const {
                         {"capacity_bytes", seg.size()},
                         {"used_bytes", seg.used()},
                         {"objects", seg.object_count()},
-                        {"accepting", !seg.draining()}});
+                        {"accepting", !seg.draining()},
+                        {"suspect", seg.suspect()},
+                        {"unreachable_reports", seg.unreachable_reports()},
+                        {"last_unreachable_by", seg.last_unreachable_by()},
+                        {"last_unreachable_unix_ms", seg.last_unreachable_unix_ms()}});
   }
   return Json({{"segments", std::move(segments)},
                {"capacity_bytes", s.capacity()},

@@ -9,6 +9,7 @@
 #include "common/keys.h"
 #include "common/tenant_key.h"
 #include "rpc/endpoint.h"
+#include "rpc/grant.h"
 
 namespace kvpool::master {
 namespace {
@@ -478,7 +479,7 @@ Result<rpc::CodesReply> MasterCore::PutEnd(const rpc::PutEnd& req, TimePoint now
   uint32_t writer = clients_.Touch(req.client_id(), now, false).handle;
   int64_t now_ns = ToNanos(now);
   for (const std::string& name : req.unreachable_segments()) {
-    if (registry_.MarkSuspect(name)) {
+    if (registry_.MarkSuspect(name, req.client_id(), static_cast<int64_t>(rpc::UnixMillisNow()))) {
       spdlog::warn(
           "segment={} reported unreachable by client={}: no new replicas there until "
           "its host pings again",
@@ -758,6 +759,10 @@ rpc::StatReply MasterCore::Stat() const {
     info->set_draining(!s.accepting);
     info->set_incarnation(s.incarnation);
     info->set_tier(s.tier);
+    info->set_suspect(s.suspect);
+    info->set_unreachable_reports(s.unreachable_reports);
+    info->set_last_unreachable_by(s.last_unreachable_by);
+    info->set_last_unreachable_unix_ms(s.last_unreachable_unix_ms);
     if (s.tier != kTierDram) {
       reply.set_disk_capacity(reply.disk_capacity() + s.capacity);
       reply.set_disk_used(reply.disk_used() + s.used);

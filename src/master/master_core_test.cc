@@ -242,6 +242,20 @@ TEST_F(CoreTest, UnreachableSegmentTakesNoReplicasUntilItsOwnerPings) {
   report.add_unreachable_segments("n1");
   report.add_unreachable_segments("not-mounted");
   ASSERT_TRUE(core_.PutEnd(report, kT0).ok());
+  // Operators see which host is unreachable from whom (/segments, kvpool_master_segment_*).
+  auto seg = [&](const std::string& name) {
+    const rpc::StatReply stat = core_.Stat();
+    for (const rpc::SegmentInfo& s : stat.segments()) {
+      if (s.segment_name() == name) return s;
+    }
+    return rpc::SegmentInfo();
+  };
+  EXPECT_TRUE(seg("n1").suspect());
+  EXPECT_EQ(seg("n1").unreachable_reports(), 1u);
+  EXPECT_EQ(seg("n1").last_unreachable_by(), "w");
+  EXPECT_GT(seg("n1").last_unreachable_unix_ms(), 0);
+  EXPECT_FALSE(seg("n2").suspect());
+  EXPECT_EQ(seg("n2").unreachable_reports(), 0u);
   rpc::ReplicateConfig prefer_n1;
   prefer_n1.add_preferred_segments("n1");
   for (int i = 0; i < 8; ++i) {
@@ -253,6 +267,8 @@ TEST_F(CoreTest, UnreachableSegmentTakesNoReplicasUntilItsOwnerPings) {
   EXPECT_EQ(Put1("w", "after-n2-ping", 100, At(1), false, prefer_n1).replicas(0).segment_name(),
             "n2");
   Ping("node1", At(1));
+  EXPECT_FALSE(seg("n1").suspect());
+  EXPECT_EQ(seg("n1").unreachable_reports(), 1u);  // the history stays
   EXPECT_EQ(Put1("w", "after-ping", 100, At(1), false, prefer_n1).replicas(0).segment_name(), "n1");
   rpc::ReplicateConfig exclude_n1 = prefer_n1;
   exclude_n1.add_excluded_segments("n1");

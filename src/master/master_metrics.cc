@@ -195,6 +195,14 @@ void MasterMetrics::RenderPool(metrics::TextWriter& w, const PoolGauges& pool) c
               [](const rpc::SegmentInfo& g) { return g.used(); });
   per_segment("kvpool_master_segment_objects", "Replicas stored in each segment.",
               [](const rpc::SegmentInfo& g) { return g.object_count(); });
+  per_segment("kvpool_master_segment_unreachable_reports",
+              "Writers' reports that they could not reach the segment's host, since its mount "
+              "(/segments names the last reporter).",
+              [](const rpc::SegmentInfo& g) { return g.unreachable_reports(); });
+  per_segment("kvpool_master_segment_suspect",
+              "1 while a writer's report keeps new replicas off the segment (until its host "
+              "pings).",
+              [](const rpc::SegmentInfo& g) { return g.suspect() ? 1 : 0; });
   w.WriteGauge("kvpool_master_segments", "Mounted segments.",
                static_cast<double>(s.segments_size()));
   // Per tier (docs/operations.md, "Disk tier"): capacity and used above count DRAM only.

@@ -384,11 +384,23 @@ std::vector<SegmentStats> SegmentRegistry::Stats() const {
   std::shared_lock lock(map_mu_);
   std::vector<SegmentStats> out;
   out.reserve(list_.size());
-  for (const Segment* s : list_) {
-    out.push_back(SegmentStats{s->id, s->name, s->endpoint, s->client_id, s->incarnation,
-                               s->capacity, s->used.load(std::memory_order_relaxed),
-                               s->replicas.load(std::memory_order_relaxed),
-                               s->accepting.load(std::memory_order_relaxed), s->tier});
+  for (Segment* s : list_) {
+    SegmentStats& st = out.emplace_back();
+    st.id = s->id;
+    st.name = s->name;
+    st.endpoint = s->endpoint;
+    st.client_id = s->client_id;
+    st.incarnation = s->incarnation;
+    st.capacity = s->capacity;
+    st.used = s->used.load(std::memory_order_relaxed);
+    st.replicas = s->replicas.load(std::memory_order_relaxed);
+    st.accepting = s->accepting.load(std::memory_order_relaxed);
+    st.tier = s->tier;
+    st.suspect = s->suspect.load(std::memory_order_relaxed);
+    std::lock_guard seg_lock(s->mu);
+    st.unreachable_reports = s->unreachable_reports;
+    st.last_unreachable_by = s->last_unreachable_by;
+    st.last_unreachable_unix_ms = s->last_unreachable_unix_ms;
   }
   return out;
 }
@@ -477,10 +489,17 @@ uint32_t SegmentRegistry::TierOf(uint64_t segment_id) const {
   return it == by_id_.end() ? kTierDram : it->second->tier;
 }
 
-bool SegmentRegistry::MarkSuspect(std::string_view name) {
+bool SegmentRegistry::MarkSuspect(std::string_view name, std::string_view reporter,
+                                  int64_t unix_ms) {
   std::shared_lock lock(map_mu_);
   auto it = by_name_.find(std::string(name));
   if (it == by_name_.end()) return false;
+  {
+    std::lock_guard seg_lock(it->second->mu);
+    ++it->second->unreachable_reports;
+    it->second->last_unreachable_by = reporter;
+    it->second->last_unreachable_unix_ms = unix_ms;
+  }
   if (!it->second->suspect.exchange(true, std::memory_order_relaxed)) {
     suspects_.fetch_add(1, std::memory_order_relaxed);
   }

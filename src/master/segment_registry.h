@@ -64,6 +64,12 @@ struct SegmentStats {
   uint64_t replicas = 0;      // live allocations
   bool accepting = true;      // false while restoring or draining: no new replicas placed there
   uint32_t tier = kTierDram;  // kTierDisk: a host's disk tier (never placed on by the master)
+  // Writers' reports that they could not reach the segment's host (MarkSuspect): how many
+  // since its mount, and the last one's client and Unix time in ms (0: none).
+  bool suspect = false;
+  uint64_t unreachable_reports = 0;
+  std::string last_unreachable_by;
+  int64_t last_unreachable_unix_ms = 0;
 };
 
 // One range a re-registering host reports as holding a complete object (see Restore).
@@ -218,8 +224,9 @@ class SegmentRegistry {
   // ---- Unreachable hosts (issue 30) ----
   // A writer could not reach segment `name`'s host: no new replicas are placed there until
   // ClearSuspect for its owner (the owner pinged: its process lives) or its unmount. Returns
-  // false for a segment not mounted.
-  bool MarkSuspect(std::string_view name);
+  // false for a segment not mounted. `reporter` (the writer's client id) and `unix_ms` are kept
+  // for operators (SegmentStats: which host is unreachable from whom).
+  bool MarkSuspect(std::string_view name, std::string_view reporter = {}, int64_t unix_ms = 0);
   // The segments of client `owner` take replicas again (if they were suspect); returns how many
   // were. Cheap while no segment is suspect (called on every ping).
   size_t ClearSuspect(uint32_t owner);
@@ -246,8 +253,11 @@ class SegmentRegistry {
     std::atomic<uint64_t> replicas{0};
     std::atomic<bool> accepting{true};
     std::atomic<bool> suspect{false};  // see MarkSuspect
-    SegmentJournal journal;            // guarded by mu
-    bool journal_acked = false;        // guarded by mu: its host has acknowledged a journal
+    uint64_t unreachable_reports = 0;  // guarded by mu, with the two below
+    std::string last_unreachable_by;
+    int64_t last_unreachable_unix_ms = 0;
+    SegmentJournal journal;      // guarded by mu
+    bool journal_acked = false;  // guarded by mu: its host has acknowledged a journal
   };
   struct Deferred {
     ReplicaRef ref;
