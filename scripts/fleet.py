@@ -665,6 +665,33 @@ def port_checks(f, ctl, node_host, other, maddr, check):
     f.kill("lone-master")
 
 
+def duplicate_address_check(f, owner, maddr, mhttp, check):
+    """A node on a new host announcing `owner`'s address (both behind one NAT address, or one
+    --host copied to two hosts): the master refuses its mount, naming the flag, and `owner`'s
+    segment stays mounted by its own node."""
+    def holder():
+        for seg in json.loads(f.http(mhttp, "/segments"))["segments"]:
+            if seg["endpoint"] == f"{owner.addr}:{NODE_PORT}":
+                return seg["client_id"]
+        return None
+    before = holder()
+    dup_host = f.add_host("hd", 9)
+    dup = f.spawn("node-dup", dup_host, [
+        f.binary, "node", "--master_server_address", maddr, "--port", str(NODE_PORT),
+        "--bind_address", "0.0.0.0", "--host", owner.addr, "--global_segment_size", "64MB",
+        "--metrics_port", "0", "--prefault", "false"] + f.security_flags())
+    refused, end = False, time.monotonic() + 10
+    while time.monotonic() < end and not refused:
+        time.sleep(0.3)
+        with open(dup.logpath, errors="replace") as fh:
+            refused = "two hosts announce the same address" in fh.read()
+    after = holder()
+    f.kill("node-dup")
+    check("a second host announcing a node's address is refused, the node keeps its segment",
+          refused and before is not None and after == before,
+          f"refused={refused} holder before={before} after={after}")
+
+
 def scenario_smoke(args):
     rpc_ms, xfer_ms = args.rpc_timeout_ms, args.transfer_timeout_ms
     checks = []
@@ -733,6 +760,7 @@ def scenario_smoke(args):
         check("after the heal every acknowledged page reads back exact",
               r["ok"] == len(allk), f"{r['ok']}/{len(allk)} ({len(part_keys)} put during the "
               f"partition) {r['errs']}")
+        duplicate_address_check(f, hn[0], maddr, mhttp, check)
         records = read_jsonl(os.path.join(f.dir, "logs", "e0.jsonl"))
         rep = analyze(records, rpc_ms, xfer_ms)
         check("wrong bytes", rep["wrong_bytes"] == 0, f"{rep['wrong_bytes']} {rep['wrong_pages'][:3]}")
@@ -794,7 +822,8 @@ def main():
     p.add_argument("command", choices=["smoke", "chaos", "scale", "plot", "up", "clean", "check",
                                         "stale-write", "hicache"])
     p.add_argument("--rounds", type=int, default=3, help="stale-write: rounds")
-    p.add_argument("results", nargs="?", help="plot: the JSON file of a scale run")
+    p.add_argument("results", nargs="*",
+                   help="plot: the JSON file of a scale run, or those of hicache runs")
     p.add_argument("--build", default=os.path.join(ROOT, "build"),
                    help="build tree with src/tools/kvpool and python/ (default: build/)")
     p.add_argument("--link", default="1gbit", help="per-host link rate (tbf), or none")
@@ -1540,10 +1569,15 @@ def cmd_plot(args):
               file=sys.stderr)
         return 1
     if not args.results:
-        print("fleet plot: pass the JSON file of a scale run", file=sys.stderr)
+        print("fleet plot: pass the JSON file of a scale run (or hicache runs)", file=sys.stderr)
         return 2
-    with open(args.results) as fh:
-        res = json.load(fh)
+    loaded = []
+    for path in args.results:
+        with open(path) as fh:
+            loaded.append(json.load(fh))
+    if "per_host" in loaded[0]:
+        return plot_hicache(plt, loaded, args.out or os.path.splitext(args.results[0])[0] + ".png")
+    res = loaded[0]
     runs = res["runs"]
     n = [r["nodes"] for r in runs]
     fig, ax = plt.subplots(1, 2, figsize=(10, 4))
@@ -1562,7 +1596,38 @@ def cmd_plot(args):
     ax[1].set_xscale("log", base=2)
     ax[1].legend()
     fig.tight_layout()
-    out = args.out or os.path.splitext(args.results)[0] + ".png"
+    out = args.out or os.path.splitext(args.results[0])[0] + ".png"
+    fig.savefig(out, dpi=100)
+    print(f"fleet plot: {out}")
+    return 0
+
+
+def plot_hicache(plt, runs, out):
+    """Turns/s of `hicache` runs: the single-host figure, then the fleet per link rate
+    (medians over the runs given), the L3 hit rate written on each bar."""
+    def median(xs):
+        xs = sorted(xs)
+        return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+    r0 = runs[0]
+    bars = [(f"1 host, loopback\n({2 * r0['engine_hosts']} engines, {r0['nodes']} nodes)",
+             median([r["single_host_turns_per_s"] for r in runs]),
+             median([r["single_host"]["l3"][0] for r in runs]))]
+    for link in sorted({r["link"] for r in runs}, key=lambda x: (x != "none", x)):
+        group = [r for r in runs if r["link"] == link]
+        bars.append((f"{r0['engine_hosts']} engine hosts + {r0['nodes']} node hosts\nlinks {link}",
+                     median([r["turns_per_s"] for r in group]),
+                     median([r["l3_hit_rate_pct"] for r in group])))
+    fig, ax = plt.subplots(figsize=(8, 4))
+    xs = range(len(bars))
+    ax.bar(xs, [b[1] for b in bars], color=["#888"] + ["#4a7"] * (len(bars) - 1))
+    for x, (_, v, l3) in zip(xs, bars):
+        ax.text(x, v, f"{v:.0f} turns/s\nL3 hits {l3:.1f}%", ha="center", va="bottom")
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels([b[0] for b in bars])
+    ax.set_ylabel("turns/s (median of runs)")
+    ax.set_ylim(0, max(b[1] for b in bars) * 1.3)
+    ax.set_title(f"HiCache workload, {len(runs)} runs, {r0['seconds']:.0f} s each")
+    fig.tight_layout()
     fig.savefig(out, dpi=100)
     print(f"fleet plot: {out}")
     return 0

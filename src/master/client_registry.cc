@@ -16,6 +16,13 @@ ClientRegistry::TouchResult ClientRegistry::Touch(std::string_view client_id, Cl
   return r;
 }
 
+std::optional<Clock::time_point> ClientRegistry::LastSeen(std::string_view client_id) const {
+  std::lock_guard lock(mu_);
+  auto it = clients_.find(std::string(client_id));
+  if (it == clients_.end()) return std::nullopt;
+  return it->second.last_seen;
+}
+
 std::vector<ClientRegistry::DeadClient> ClientRegistry::ExpireDead(Clock::time_point now,
                                                                    Clock::duration ttl) {
   std::lock_guard lock(mu_);

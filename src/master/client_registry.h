@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -39,6 +40,8 @@ class ClientRegistry {
   // Removes and returns the clients last heard from at or before now - ttl.
   std::vector<DeadClient> ExpireDead(Clock::time_point now, Clock::duration ttl);
   size_t size() const;
+  // When `client_id` was last heard from; nullopt for a client not registered.
+  std::optional<Clock::time_point> LastSeen(std::string_view client_id) const;
 
   struct Snapshot {
     std::string client_id;

@@ -92,13 +92,14 @@ Result<rpc::PingReply> MasterCore::Ping(const rpc::Ping& req, TimePoint now) {
   return reply;
 }
 
-Result<rpc::MountSegmentReply> MasterCore::MountSegment(const rpc::MountSegment& req,
-                                                        TimePoint now) {
+Result<rpc::MountSegmentReply> MasterCore::MountSegment(const rpc::MountSegment& req, TimePoint now,
+                                                        std::string_view from_host) {
   if (req.client_id().empty()) {
     return Status(ErrorCode::INVALID_PARAMS, "mount: client_id is empty");
   }
   auto ep = rpc::ParseEndpoint(req.endpoint(), 0, "segment endpoint");
   if (!ep.ok()) return ep.status();
+  KVPOOL_RETURN_IF_ERROR(CheckNotServedByAnother(req, now, from_host));
   auto t = clients_.Touch(req.client_id(), now, /*make_known=*/true);
   const bool restoring = req.objects_size() > 0 || req.more_objects();
   if (req.tier() > kTierDisk) {
@@ -107,7 +108,7 @@ Result<rpc::MountSegmentReply> MasterCore::MountSegment(const rpc::MountSegment&
   }
   auto mounted =
       registry_.Mount(req.segment_name(), req.client_id(), t.handle, req.endpoint(), req.size(),
-                      req.incarnation(), /*accepting=*/!restoring, req.tier());
+                      req.incarnation(), /*accepting=*/!restoring, req.tier(), from_host);
   if (!mounted.ok()) {
     spdlog::warn("segment={} client={} mount refused error={}", req.segment_name(), req.client_id(),
                  mounted.status().ToString());

@@ -116,7 +116,12 @@ class MasterCore {
   // Errors: INVALID_PARAMS (empty client_id or name, endpoint not host:port, size below the
   // alignment); SEGMENT_ALREADY_EXISTS (mounted by another client or with another endpoint or
   // size). The same mount repeated by its client is OK and returns the same segment id.
-  Result<rpc::MountSegmentReply> MountSegment(const rpc::MountSegment& req, TimePoint now);
+  // `from_host`: the address of the host the mount came from over the network ("" for a
+  // loopback or in-process caller). A mount that would replace, as its restart, a segment
+  // mounted from another host whose owner is still heard from is refused (two hosts announce
+  // the same address): SEGMENT_ALREADY_EXISTS naming the other client and the flag.
+  Result<rpc::MountSegmentReply> MountSegment(const rpc::MountSegment& req, TimePoint now,
+                                              std::string_view from_host = {});
   // Unmounts and drops every replica stored there (objects left without one are removed).
   // Errors: INVALID_PARAMS (empty client_id); SEGMENT_NOT_FOUND; ILLEGAL_CLIENT.
   Status UnmountSegment(const rpc::UnmountSegment& req, TimePoint now);
@@ -338,6 +343,15 @@ class MasterCore {
   // FreeReplicas, deferred to the end of the object's read leases while it has any (a forced
   // remove): no reader still copying its bytes finds another object's bytes there.
   void FreeReplicasAfterReaders(const Object& o, int64_t now_ns);
+  // A mount from `from_host` that would replace a segment as its host's restart (same name and
+  // endpoint, new client and incarnation) while that segment, mounted from another host, has
+  // an owner still heard from: two live hosts announce the same address. SEGMENT_ALREADY_EXISTS
+  // naming both and the flag; else OK (a restart comes from the same host).
+  Status CheckNotServedByAnother(const rpc::MountSegment& req, TimePoint now,
+                                 std::string_view from_host) const;
+  // How recently an owner must have been heard from to count as alive: a live host pings at
+  // least every 250 ms (a long poll), or every heartbeat interval (1 s) while failing.
+  static constexpr Clock::duration kLiveOwnerWindow = std::chrono::milliseconds(1500);
   // Ping: acknowledges the journals `req` names and adds what is left of them to `reply`.
   void AddJournals(const rpc::Ping& req, rpc::PingReply* reply);
   // Mount with an object list: stages the chunk, and on the last one rebuilds the objects and

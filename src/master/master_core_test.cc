@@ -278,6 +278,40 @@ TEST_F(CoreTest, UnreachableSegmentTakesNoReplicasUntilItsOwnerPings) {
             ErrorCode::NO_AVAILABLE_HANDLE);
 }
 
+// Issue 28: two live hosts announcing the same address (both started with the same --host)
+// would replace each other's segment at every heartbeat, each time dropping its objects. A
+// mount from another host is refused while the owner is heard from; a restart (a mount from
+// the same host) replaces the segment at once, as before.
+TEST_F(CoreTest, TwoLiveHostsAtOneAddressAreRefusedARestartIsNot) {
+  auto mount = [&](const std::string& client, uint64_t incarnation, Clock::time_point now,
+                   const std::string& from) {
+    rpc::MountSegment m;
+    m.set_client_id(client);
+    m.set_segment_name("10.0.0.5:50052");
+    m.set_endpoint("10.0.0.5:50052");
+    m.set_size(kSeg);
+    m.set_incarnation(incarnation);
+    return core_.MountSegment(m, now, from);
+  };
+  ASSERT_TRUE(mount("node-a", 0xa, kT0, "10.0.0.5").ok());
+  PutComplete("node-a", "kept", 100);
+  auto clash = mount("node-b", 0xb, At(0.5), "10.0.0.6");
+  ASSERT_FALSE(clash.ok());
+  EXPECT_EQ(clash.code(), ErrorCode::SEGMENT_ALREADY_EXISTS);
+  EXPECT_NE(clash.status().message().find("client=node-a"), std::string::npos)
+      << clash.status().ToString();
+  EXPECT_NE(clash.status().message().find("--host"), std::string::npos);
+  EXPECT_EQ(Get1("kept", At(0.6)).code(), 0);  // the first host's objects stay
+  Ping("node-a", At(1.0));
+  EXPECT_FALSE(mount("node-b", 0xb, At(2.0), "10.0.0.6").ok());  // heard from 1 s ago
+  // A restart comes from the host itself: it replaces the segment at once.
+  auto restarted = mount("node-a2", 0xa2, At(2.1), "10.0.0.5");
+  ASSERT_TRUE(restarted.ok()) << restarted.status().ToString();
+  EXPECT_EQ(Code(Get1("kept", At(2.2)).code()), ErrorCode::OBJECT_NOT_FOUND);
+  // Another host, once the owner is silent (its host readdressed, say): replaced too.
+  EXPECT_TRUE(mount("node-b", 0xb, At(4.0), "10.0.0.6").ok());
+}
+
 TEST_F(CoreTest, RemoveErrors) {
   Mount("node1", "n1");
   ASSERT_EQ(Put1("w", "pending", 100).code(), 0);

@@ -31,6 +31,36 @@ bool MasterCore::JournalReady(const rpc::Ping& req) const {
   return false;
 }
 
+Status MasterCore::CheckNotServedByAnother(const rpc::MountSegment& req, TimePoint now,
+                                           std::string_view from_host) const {
+  SegmentRegistry::Description d;
+  if (!registry_.DescribeByName(req.segment_name(), &d) || d.client_id == req.client_id() ||
+      d.endpoint != req.endpoint() || d.incarnation == req.incarnation() ||
+      d.from_host == from_host) {
+    return Status::Ok();  // not a replacement, or one from the same host: a restart
+  }
+  const std::string& owner = d.client_id;
+  std::optional<TimePoint> seen = clients_.LastSeen(owner);
+  if (!seen || now - *seen > kLiveOwnerWindow) return Status::Ok();  // a restart: it is silent
+  const auto ago = std::chrono::duration_cast<Millis>(now - *seen).count();
+  auto where = [](std::string_view h) {
+    return h.empty() ? std::string("this host") : std::string(h);
+  };
+  spdlog::warn(
+      "segment={} mount by client={} from {} refused: endpoint {} is served by "
+      "client={} (mounted from {}), heard from {} ms ago (two hosts announce the same "
+      "address?)",
+      req.segment_name(), req.client_id(), where(from_host), req.endpoint(), owner,
+      where(d.from_host), ago);
+  return Status(ErrorCode::SEGMENT_ALREADY_EXISTS,
+                fmt::format("segment={}: endpoint {} is served by a live process on another "
+                            "host (client={}, mounted from {}, heard from {} ms ago): two hosts "
+                            "announce the same address? Each node's --host (an embedded "
+                            "client's local_hostname) must be an address of its own host; leave "
+                            "--host unset to announce the address toward the master",
+                            req.segment_name(), req.endpoint(), owner, where(d.from_host), ago));
+}
+
 void MasterCore::AckJournals(const rpc::Ping& req) {
   for (const rpc::JournalAck& ack : req.journal_acks()) {
     registry_.AckJournal(ack.segment_name(), req.client_id(), ack.applied_seq());

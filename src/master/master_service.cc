@@ -145,6 +145,13 @@ Status CheckReachableEndpoint(const rpc::MountSegment& req, Caller caller) {
                             req.segment_name(), req.endpoint(), caller.network_peer));
 }
 
+// The address of a caller that connected over the network ("" for loopback and in-process).
+std::string PeerHost(Caller caller) {
+  if (caller.network_peer.empty()) return {};
+  auto ep = rpc::ParseEndpoint(caller.network_peer, 0, "peer");
+  return ep.ok() ? ep->host : std::string(caller.network_peer);
+}
+
 }  // namespace
 
 rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Caller caller,
@@ -171,7 +178,7 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
       return Serve<rpc::MountSegment>("mount segment", meta, mc,
                                       [&](const auto& r) -> Result<rpc::MountSegmentReply> {
                                         KVPOOL_RETURN_IF_ERROR(CheckReachableEndpoint(r, caller));
-                                        return c.MountSegment(r, now);
+                                        return c.MountSegment(r, now, PeerHost(caller));
                                       });
     case rpc::UNMOUNT_SEGMENT:
       return Serve<rpc::UnmountSegment>("unmount segment", meta, mc,

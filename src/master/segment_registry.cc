@@ -30,7 +30,7 @@ Result<SegmentRegistry::Mounted> SegmentRegistry::Mount(std::string_view name,
                                                         std::string_view client_id, uint32_t owner,
                                                         std::string_view endpoint, uint64_t size,
                                                         uint64_t incarnation, bool accepting,
-                                                        uint32_t tier) {
+                                                        uint32_t tier, std::string_view from_host) {
   if (name.empty() || name.size() > kMaxSegmentNameBytes) {
     return Status(ErrorCode::INVALID_PARAMS, fmt::format("segment name must be 1..{} bytes, got {}",
                                                          kMaxSegmentNameBytes, name.size()));
@@ -73,6 +73,7 @@ Result<SegmentRegistry::Mounted> SegmentRegistry::Mount(std::string_view name,
   seg->endpoint = std::string(endpoint);
   if (auto ep = rpc::ParseEndpoint(endpoint, 0, "segment endpoint"); ep.ok()) seg->host = ep->host;
   seg->client_id = std::string(client_id);
+  seg->from_host = std::string(from_host);
   seg->incarnation = incarnation;
   seg->owner = owner;
   seg->tier = tier;
@@ -377,6 +378,17 @@ bool SegmentRegistry::Describe(uint64_t segment_id, std::string* name, std::stri
   *name = it->second->name;
   *endpoint = it->second->endpoint;
   if (incarnation != nullptr) *incarnation = it->second->incarnation;
+  return true;
+}
+
+bool SegmentRegistry::DescribeByName(std::string_view name, Description* out) const {
+  std::shared_lock lock(map_mu_);
+  auto it = by_name_.find(std::string(name));
+  if (it == by_name_.end()) return false;
+  out->client_id = it->second->client_id;
+  out->endpoint = it->second->endpoint;
+  out->from_host = it->second->from_host;
+  out->incarnation = it->second->incarnation;
   return true;
 }
 

@@ -114,9 +114,12 @@ class SegmentRegistry {
   // incarnation, or with another endpoint, or with another size by the same client).
   // A segment of tier kTierDisk (its host's disk tier) never takes placements: its host places
   // replicas there itself and reports them (AddDiskReplica); Usage() leaves it out.
+  // `from_host`: the address the mount came from over the network ("" for loopback or unknown),
+  // kept for DescribeByName.
   Result<Mounted> Mount(std::string_view name, std::string_view client_id, uint32_t owner,
                         std::string_view endpoint, uint64_t size, uint64_t incarnation,
-                        bool accepting = true, uint32_t tier = kTierDram);
+                        bool accepting = true, uint32_t tier = kTierDram,
+                        std::string_view from_host = {});
   // Unmounts and returns the id. The caller drops the replicas that lived there.
   // Errors: SEGMENT_NOT_FOUND; ILLEGAL_CLIENT (mounted by another client).
   Result<uint64_t> Unmount(std::string_view name, std::string_view client_id);
@@ -216,6 +219,13 @@ class SegmentRegistry {
   // Fills the segment's name and endpoint (and incarnation, when asked); false for a stale id.
   bool Describe(uint64_t segment_id, std::string* name, std::string* endpoint,
                 uint64_t* incarnation = nullptr) const;
+  // The segment named `name`: its owner's client id, endpoint, incarnation and the host its
+  // mount came from (Mount's from_host); false when no such segment is mounted.
+  struct Description {
+    std::string client_id, endpoint, from_host;
+    uint64_t incarnation = 0;
+  };
+  bool DescribeByName(std::string_view name, Description* out) const;
   std::vector<SegmentStats> Stats() const;
   PoolUsage Usage() const;
   // True when some mounted segment takes new replicas (is neither restoring nor draining).
@@ -242,6 +252,7 @@ class SegmentRegistry {
     const uint64_t id;
     std::string name, endpoint, client_id;  // immutable after mount
     std::string host;                       // the endpoint's host, immutable after mount
+    std::string from_host;                  // Mount's from_host, immutable after mount
     uint64_t incarnation = 0;               // immutable after mount
     uint32_t tier = kTierDram;              // immutable after mount
     uint32_t owner = 0;                     // guarded by the registry's map lock

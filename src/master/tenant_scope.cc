@@ -77,8 +77,7 @@ void Unscope(const KeyScope& scope, rpc::GetReplicaListReply* reply) {
 Status CheckMethodAllowed(Caller caller, uint16_t method) {
   if (caller.privileged) return Status::Ok();
   if (method == rpc::MOUNT_SEGMENT || method == rpc::UNMOUNT_SEGMENT ||
-      method == rpc::DRAIN_SEGMENT || method == rpc::TIER_UPDATE ||
-      method == rpc::PROMOTE) {
+      method == rpc::DRAIN_SEGMENT || method == rpc::TIER_UPDATE || method == rpc::PROMOTE) {
     return Status(
         ErrorCode::ILLEGAL_CLIENT,
         fmt::format("tenant '{}' connected with a tenant key may not host segments (method {}): "
