@@ -431,7 +431,7 @@ class Fleet:
                 "--prefault", "false"] + self.security_flags() + list(extra)
         if self.args.node_host_flag:
             argv += ["--host", host.addr]
-        if self.args.disk:
+        if getattr(self.args, "disk", ""):
             # The host's disk: kept across the node's kill -9 and restart, as on a real host.
             disk = os.path.join(self.dir, f"disk-{host.name}")
             os.makedirs(disk, exist_ok=True)
