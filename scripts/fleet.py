@@ -1577,6 +1577,8 @@ def cmd_plot(args):
             loaded.append(json.load(fh))
     if "per_host" in loaded[0]:
         return plot_hicache(plt, loaded, args.out or os.path.splitext(args.results[0])[0] + ".png")
+    if "lookups_per_s" in loaded[0]:
+        return plot_master(plt, loaded, args.out or os.path.splitext(args.results[0])[0] + ".png")
     res = loaded[0]
     runs = res["runs"]
     n = [r["nodes"] for r in runs]
@@ -1597,6 +1599,36 @@ def cmd_plot(args):
     ax[1].legend()
     fig.tight_layout()
     out = args.out or os.path.splitext(args.results[0])[0] + ".png"
+    fig.savefig(out, dpi=100)
+    print(f"fleet plot: {out}")
+    return 0
+
+
+def plot_master(plt, runs, out):
+    """scripts/fleet_master.py runs: exists latency and lookups/s, and the master's memory,
+    per (objects, engine processes), in the order given."""
+    labels = [f"{r['objects'] / 1e6:g} M obj.\n{r['engines']} eng. / {r['hosts']} h."
+              for r in runs]
+    xs = list(range(len(runs)))
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    ax[0].plot(xs, [r["exists_p50_ms"] for r in runs], "o-", label="exists(128) p50")
+    ax[0].plot(xs, [r["exists_p99_ms"] for r in runs], "s-", label="exists(128) p99")
+    ax[0].set_yscale("log")
+    ax[0].set_ylabel("ms per call")
+    ax[0].set_xticks(xs)
+    ax[0].set_xticklabels(labels, fontsize=8)
+    ax[0].legend(loc="upper left")
+    tw = ax[0].twinx()
+    tw.bar(xs, [r["lookups_per_s"] / 1e6 for r in runs], alpha=0.25, color="grey")
+    tw.set_ylabel("million lookups/s (bars)")
+    ax[1].bar(xs, [r["master_rss_bytes_filled"] / 1e9 for r in runs], color="#4a7")
+    for x, r in zip(xs, runs):
+        ax[1].text(x, r["master_rss_bytes_filled"] / 1e9,
+                   f"{r['master_cores_during_exists']:.2f} cores", ha="center", va="bottom")
+    ax[1].set_ylabel("master RSS after the fill, GB")
+    ax[1].set_xticks(xs)
+    ax[1].set_xticklabels(labels, fontsize=8)
+    fig.tight_layout()
     fig.savefig(out, dpi=100)
     print(f"fleet plot: {out}")
     return 0
