@@ -9,7 +9,8 @@
 #     client library (client/hosted_client.h) and the shared wire conversions named below;
 #   - a library links one at its own layer or above it (table `layer` below; a new kvpool_
 #     library must be added to the table);
-#   - a file under src/ outside src/tools calls getenv other than src/common/env.cc.
+#   - a file under src/ outside src/tools calls getenv other than src/common/env.cc;
+#   - docs/architecture.dot (the picture of the layers) puts a folder in another layer.
 # Usage: scripts/check-layers.sh SOURCE_DIR LINKS_FILE
 #   LINKS_FILE: one line per library, "target: direct link dependencies...", as CMake sees
 #   them; the build writes it to <build>/layer_links.txt at configure time (CMakeLists.txt).
@@ -85,6 +86,37 @@ for dir in "${src}"/src/*/; do
   done < <(grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[a-z_]+/' "${dir}" \
              --include='*.h' --include='*.cc' || true)
 done
+
+# ---- The picture ----
+# docs/architecture.dot draws each folder in a cluster "cluster_layer_N": the same layers as
+# folder_layer above, so the picture at the top of docs/architecture.md cannot drift.
+dot_file="${src}/docs/architecture.dot"
+declare -A drawn=()
+if [ ! -f "${dot_file}" ]; then
+  fail "docs/architecture.dot is missing"
+else
+  layer_now=
+  while IFS= read -r line; do
+    if [[ "${line}" =~ subgraph[[:space:]]+cluster_layer_([0-9]+) ]]; then
+      layer_now=${BASH_REMATCH[1]}
+    elif [[ -n "${layer_now}" && "${line}" =~ ^[[:space:]]*\"?([a-z_]+)\"?[[:space:]]*\[label= ]]; then
+      drawn[${BASH_REMATCH[1]}]=${layer_now}
+    elif [[ "${line}" =~ ^[[:space:]]*\}[[:space:]]*$ ]]; then
+      layer_now=
+    fi
+  done <"${dot_file}"
+  for f in "${!folder_layer[@]}"; do
+    if [ -z "${drawn[${f}]+x}" ]; then
+      fail "docs/architecture.dot: folder src/${f} is not drawn (a cluster_layer_N holds it)"
+    elif [ "${drawn[${f}]}" != "${folder_layer[${f}]}" ]; then
+      fail "docs/architecture.dot draws src/${f} in layer ${drawn[${f}]}; folder_layer says" \
+        "${folder_layer[${f}]}"
+    fi
+  done
+  for f in "${!drawn[@]}"; do
+    [ -z "${folder_layer[${f}]+x}" ] && fail "docs/architecture.dot draws ${f}: no such folder"
+  done
+fi
 
 # ---- Links ----
 # Layer of each library: a library may link only libraries of a strictly lower layer, so
