@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: installs build dependencies (Debian packages), then
-#   1. an optimized build (gcc, build/): the whole CTest suite, then the Python tests (pytest with
-#      /usr/bin/python3), with torch and again as on a machine without it, then the fleet smoke
+#   1. an optimized build (gcc, build/, warnings are errors): the whole CTest suite, then the
+#      Python tests (pytest with /usr/bin/python3), with torch and again as on a machine
+#      without it, then the fleet smoke
 #      (scripts/fleet.py smoke: hosts in network namespaces, a partition and heal);
 #   2. a sanitizer build (clang, build-sanitize/: AddressSanitizer + UndefinedBehaviorSanitizer,
 #      with libFuzzer's coverage): the whole CTest suite again, then each fuzz target for
@@ -26,7 +27,7 @@ run_suite() {  # NAME BUILD_DIR CMAKE_ARGS...
 }
 
 run_suite optimized build -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DKVPOOL_BUILD_PYTHON=ON
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DKVPOOL_BUILD_PYTHON=ON -DKVPOOL_WERROR=ON
 
 # Python: the module and package in build/python, real kvpool processes from build/src/tools.
 run_pytest() {  # NAME [ENV=VALUE...]
