@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <fstream>
@@ -71,6 +72,45 @@ TEST(LeaseTest, AGetsLeaseEndsWithTheGet) {
   ASSERT_EQ(*reader->GetInto("g/2", out.data(), out.size()), 4096u);
   ASSERT_TRUE(reader->Close().ok());
   EXPECT_TRUE(writer->Remove("g/2").ok());
+}
+
+// Issue 32: a get of more keys than one master request carries (8,192) is asked in chunks, and
+// every chunk's lease ends with the get: another client removes all 10,000 keys at once after
+// it, none refused as leased (before the fix, the leases past the first chunk waited for their
+// TTL).
+TEST(LeaseTest, AGetOfTenThousandKeysReleasesEveryLeaseAtOnce) {
+  Pool pool({"--default_kv_lease_ttl", "60000"});
+  pool.AddNode("64MB");
+  auto writer = pool.NewClient();
+  auto reader = pool.NewClient();
+  ASSERT_TRUE(writer && reader);
+  constexpr int kKeys = 10000;
+  constexpr size_t kSize = 256;
+  PutObjects(*writer, "many", kKeys, kSize);
+  std::vector<uint8_t> out(kKeys * kSize);
+  ASSERT_TRUE(reader->RegisterBuffer(out.data(), out.size()).ok());
+  std::vector<std::string> keys;
+  std::vector<void*> ptrs;
+  std::vector<size_t> sizes;
+  for (int i = 0; i < kKeys; ++i) {
+    keys.push_back("many/" + std::to_string(i));
+    ptrs.push_back(out.data() + i * kSize);
+    sizes.push_back(kSize);
+  }
+  auto got = reader->BatchGetInto(keys, ptrs, sizes);
+  int exact = 0;
+  for (int i = 0; i < kKeys; ++i) {
+    exact += got[i].ok() && std::memcmp(out.data() + i * kSize,
+                                        ObjectBytes(keys[i], 0, kSize).data(), kSize) == 0;
+  }
+  EXPECT_EQ(exact, kKeys);
+  EXPECT_TRUE(WaitForLeases(*writer, 0, std::chrono::seconds(2))) << "leases still held";
+  auto removed = writer->BatchRemove(keys);
+  int refused = 0;
+  for (const Status& st : removed) refused += st.code() == ErrorCode::OBJECT_HAS_LEASE;
+  EXPECT_EQ(refused, 0) << "keys still leased after the get returned";
+  EXPECT_EQ(std::count_if(removed.begin(), removed.end(), [](const Status& s) { return s.ok(); }),
+            kKeys);
 }
 
 // A reader's own upsert or remove right after its get is never refused by that get's lease,
