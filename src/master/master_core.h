@@ -7,6 +7,12 @@
 //
 // Threading: every method is thread-safe and none blocks on I/O. PutStart may run an eviction
 // round when space is short (bounded work, never a wait for other clients).
+//
+// Where the methods live: master_core.cc (construction, ping, mount, unmount, Stat),
+// master_put.cc (PutStart, PutEnd), master_query.cc (GetReplicaList, Exists, ExistsPrefix,
+// Remove, RemoveAll), master_leases.cc, master_restore.cc (journals, re-registration, drain),
+// master_tier.cc and master_promote.cc (the disk tier), master_housekeeping.cc, master_scan.cc,
+// master_admin.cc; what they share privately is in master_core_internal.h.
 #pragma once
 
 #include <array>
