@@ -10,7 +10,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "build", "python"))
-BINARY = os.path.join(ROOT, "build", "src", "tools", "kvpool")
+BINARY = os.environ.get("KVPOOL_BINARY", os.path.join(ROOT, "build", "src", "tools", "kvpool"))
 
 
 def free_port():
