@@ -124,9 +124,10 @@ Status LocalPool::StartNodes(const PoolSpec& spec, std::stop_token stop) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  // Each node faults its segment in on a background thread (--prefault): wait for that, so no
-  // figure (the idle pool's CPU included) measures it. Bounded: a node that cannot have its
-  // whole segment resident (memory pressure) is measured as it is after 60 s.
+  // A node faults its segment in before it mounts (--prefault); one told to do so behind
+  // (--prefault_in_background, or an older binary) is waited for here, so no figure (the idle
+  // pool's CPU included) measures it. Bounded: a node that cannot have its whole segment
+  // resident (memory pressure) is measured as it is after 60 s.
   const auto prefaulted_by = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   for (const auto& n : nodes_) {
     while (n->ResidentBytes() < spec.segment_bytes / 100 * 98 &&
