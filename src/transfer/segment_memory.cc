@@ -62,6 +62,9 @@ Result<std::unique_ptr<SegmentMemory>> SegmentMemory::Map(uint64_t size,
 }
 
 void SegmentMemory::PrefaultBeforeReturn(unsigned threads) {
+  // Said first: on a VM a large segment can take seconds (docs/operations.md, --prefault).
+  spdlog::info("faulting the segment's {} in before serving it, on {} threads", FormatSize(size_),
+               threads);
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::thread> helpers;
   for (unsigned i = 1; i < threads; ++i) helpers.emplace_back([this] { PrefaultChunks(false); });
