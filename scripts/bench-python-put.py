@@ -40,15 +40,6 @@ def parse_size(text):
     return int(text)
 
 
-def memcpy_gbps(src, dst, reps=5):
-    rates = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        np.copyto(dst, src)
-        rates.append(src.nbytes / (time.perf_counter() - t) / 1e9)
-    return statistics.median(rates)
-
-
 def tcp_pair_gbps(src, dst, streams, page, repeats=8):
     """Sends `repeats` x src over `streams` loopback connections into dst, page by page."""
     listener = socket.create_server(("127.0.0.1", 0))
@@ -115,7 +106,7 @@ def run_once(args):
     src, dst = buf[:nbytes], buf[nbytes:2 * nbytes]
     memcpy, tcp = 1.0, 1.0
     if not args.no_limits:
-        memcpy = memcpy_gbps(src, dst)
+        memcpy = bench_pool.memcpy_gbps(src, dst)
         tcp = max(tcp_pair_gbps(src, dst, s, page) for s in (1, 2, 4))
     t0 = time.monotonic()
     with bench_pool.pool(args.segment, args.node_flags) as (master, _):
