@@ -14,7 +14,8 @@ which release the GIL: the syscalls of a C pair), best of 1, 2 and 4 streams, fr
 memory as large as a batch. Also printed: how long the node took from its start to its mount.
 
 Usage: scripts/bench-python-put.py [--segment 1GB] [--rounds 5] [--runs 3] [--page 1MB]
-                                   [--batch 128] [--no_limits] [-- NODE FLAGS...]
+                                   [--batch 128] [--no_limits | --limits_only]
+                                   [-- NODE FLAGS...]
 Needs build/ (the kvpool binary and Python module)."""
 import argparse
 import os
@@ -150,11 +151,20 @@ def main():
     ap.add_argument("--page", default="1MB")
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--no_limits", action="store_true", help="skip memcpy / tcp (for profiling)")
+    ap.add_argument("--limits_only", action="store_true", help="only the plain TCP pair")
     ap.add_argument("node_flags", nargs="*")
     args = ap.parse_args()
     if parse_size(args.page) * args.batch * args.rounds > parse_size(args.segment) * 0.9:
         ap.error("--rounds x --batch x --page must fit in 90 % of --segment (fresh memory)")
     med = statistics.median
+    if args.limits_only:
+        page, nbytes = parse_size(args.page), parse_size(args.page) * args.batch
+        buf = np.ones(2 * nbytes, dtype=np.uint8)
+        for run in range(args.runs):
+            each = {n: tcp_pair_gbps(buf[:nbytes], buf[nbytes:], n, page) for n in (1, 2, 4)}
+            print(f"run {run}: plain TCP pair, best of 1/2/4 streams {max(each.values()):.2f} "
+                  f"GB/s ({', '.join(f'{n}: {v:.2f}' for n, v in each.items())})")
+        return
     for run in range(args.runs):
         mounted_s, fresh, warm, gets, memcpy, tcp = run_once(args)
         print(f"run {run}: node {args.segment} {' '.join(args.node_flags) or '(default flags)'}, "
