@@ -20,7 +20,8 @@ struct SegmentMemoryOptions {
   // each page where the kernel lacks it (before 5.14). The first writes then run at the speed of
   // memory written before: on a VM, backing fresh memory is the host's work and runs at under
   // 1 GB/s per vCPU, 4-5x slower than a copy into backed memory (docs/benchmarks.md, issue 29).
-  // Costs start-up time, about 0.5-1 s per GB per thread on such a VM.
+  // Costs start-up time: 0.4 s per GB on 2 vCPUs of such a VM, 2-9 s where the host never backed
+  // the memory before.
   bool prefault = false;
   // madvise(MADV_HUGEPAGE) (with the kernel's THP "madvise" policy). Off by default: measured on
   // a 2-core VM (docs/benchmarks.md), first touch of THP memory ran at 0.25 GB/s against 1.9
