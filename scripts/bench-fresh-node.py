@@ -21,15 +21,6 @@ PAGE = 1 << 20
 BATCH = 128
 
 
-def memcpy_gbps(src, dst, reps=5):
-    best = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        np.copyto(dst, src)
-        best.append(src.nbytes / (time.perf_counter() - t) / 1e9)
-    return statistics.median(best)
-
-
 def run_once(args, node_flags):
     with bench_pool.pool(args.segment, node_flags) as (_, node):
         store = kvpool.KVPoolStore()
@@ -51,7 +42,7 @@ def run_once(args, node_flags):
             dt = time.perf_counter() - t
             assert all(c == 0 for c in codes), (codes[:4], kvpool.last_error())
             rates.append(BATCH * PAGE / dt / 1e9)
-        memcpy = memcpy_gbps(view[:BATCH * PAGE], view[BATCH * PAGE:])
+        memcpy = bench_pool.memcpy_gbps(view[:BATCH * PAGE], view[BATCH * PAGE:])
         store.close()
         return rates, memcpy
 

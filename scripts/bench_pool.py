@@ -3,6 +3,7 @@
 import contextlib
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -10,7 +11,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "build", "python"))
-BINARY = os.path.join(ROOT, "build", "src", "tools", "kvpool")
+BINARY = os.environ.get("KVPOOL_BINARY", os.path.join(ROOT, "build", "src", "tools", "kvpool"))
 
 
 def free_port():
@@ -48,3 +49,14 @@ def pool(segment, node_flags=(), master_flags=()):
         for p in reversed(procs):
             p.kill()
             p.wait()
+
+
+def memcpy_gbps(src, dst, reps=5):
+    """One-thread memcpy (numpy copyto) of src into dst: the median GB/s of `reps` copies."""
+    import numpy as np
+    rates = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        np.copyto(dst, src)
+        rates.append(src.nbytes / (time.perf_counter() - t) / 1e9)
+    return statistics.median(rates)

@@ -34,7 +34,8 @@ Result<std::unique_ptr<Node>> Node::Start(const NodeOptions& options) {
   client::HostingOptions ho;
   ho.bind_host = options.bind_address;
   ho.insecure_hint = "start the node with --insecure";
-  ho.prefault_in_background = options.prefault;
+  ho.prefault = options.prefault && !options.prefault_in_background;  // before the mount below
+  ho.prefault_in_background = options.prefault && options.prefault_in_background;
   ho.transparent_huge_pages = options.transparent_hugepage;
   ho.io_threads = options.io_threads;
   // An attached engine's large batch is copied by this many threads at once (the caller's too).

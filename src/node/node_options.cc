@@ -28,10 +28,13 @@ void AddNodeFlags(CLI::App& app, NodeOptions& o) {
                "Ask for transparent huge pages for the segment (madvise; slower first touch on "
                "VMs, see docs/operations.md)");
   app.add_option("--prefault", o.prefault,
-                 "Fault the segment's pages in on a background thread at start, so the first "
-                 "writes run at full speed (true/false; bare --prefault, as before: true)")
+                 "Fault the segment's pages in before the node serves it, so the first writes "
+                 "run at full speed (true/false; bare --prefault, as before: true)")
       ->expected(0, 1)
       ->default_str("true");
+  app.add_flag("--prefault_in_background", o.prefault_in_background,
+               "With --prefault: serve at once and fault the pages in behind, at the lowest "
+               "priority (faster start; the first writes may overtake it)");
   app.add_option("--io_threads", o.io_threads, "Data server threads")->capture_default_str();
   app.add_option("--heartbeat_interval_ms", o.heartbeat_interval_ms, "Ping period to the master")
       ->capture_default_str();

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "common/random_id.h"
@@ -31,7 +32,6 @@ Result<std::unique_ptr<SegmentMemory>> SegmentMemory::Map(uint64_t size,
   // Huge pages must be reserved up front: with MAP_NORESERVE a missing page would SIGBUS on
   // first touch instead of failing here.
   flags |= options.huge_pages ? MAP_HUGETLB : MAP_NORESERVE;
-  if (options.prefault) flags |= MAP_POPULATE;
   void* p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, flags, -1, 0);
   if (p == MAP_FAILED) {
     int err = errno;
@@ -49,18 +49,37 @@ Result<std::unique_ptr<SegmentMemory>> SegmentMemory::Map(uint64_t size,
   while (incarnation == 0) incarnation = RandomU64();
   std::unique_ptr<SegmentMemory> memory(
       new SegmentMemory(static_cast<uint8_t*>(p), mapped, size, incarnation));
-  if (options.prefault_in_background && !options.prefault) {
+  if (options.prefault) {
+    // Every core: nothing serves this memory yet, and start-up waits for it.
+    memory->PrefaultBeforeReturn(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+  } else if (options.prefault_in_background) {
     const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
     for (unsigned i = 0; i < threads; ++i) {
-      memory->prefaulters_.emplace_back([m = memory.get()] { m->PrefaultInBackground(); });
+      memory->prefaulters_.emplace_back([m = memory.get()] { m->PrefaultChunks(true); });
     }
   }
   return memory;
 }
 
-void SegmentMemory::PrefaultInBackground() {
+void SegmentMemory::PrefaultBeforeReturn(unsigned threads) {
+  // Said first: on a VM a large segment can take seconds (docs/operations.md, --prefault).
+  spdlog::info("faulting the segment's {} in before serving it, on {} threads", FormatSize(size_),
+               threads);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> helpers;
+  for (unsigned i = 1; i < threads; ++i) helpers.emplace_back([this] { PrefaultChunks(false); });
+  PrefaultChunks(false);
+  for (std::thread& t : helpers) t.join();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // What start-up paid, in the log: on a VM this is the host backing fresh memory.
+  spdlog::info("segment of {} faulted in before serving: {:.2f} s on {} threads ({:.2f} GB/s)",
+               FormatSize(size_), s, threads,
+               static_cast<double>(prefaulted_bytes()) / 1e9 / std::max(s, 1e-9));
+}
+
+void SegmentMemory::PrefaultChunks(bool background) {
   // Below the serving threads: this is work ahead of need, and must not take a core from them.
-  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19);
+  if (background) ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19);
   // Small chunks: each holds the process's mmap lock for reading, and a writer of it (the node
   // mapping an attached engine's memory, malloc growing or trimming an arena) waits for the
   // chunk in hand, with the serving threads' next lock takers queued behind it. At the 0.3-1
@@ -76,6 +95,16 @@ void SegmentMemory::PrefaultInBackground() {
       // EINVAL before Linux 5.14, ENOMEM when the system is out of memory: pages then fault
       // in on first write as without a prefault.
       const int err = errno;
+      if (err == EINVAL && !background) {
+        // No writer can see this memory before Map returns: write its pages (zeros, as they
+        // read) as MAP_POPULATE would.
+        const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+        for (uint64_t p = 0; p < n; p += page) {
+          *reinterpret_cast<volatile uint8_t*>(base_ + off + p) = 0;
+        }
+        prefaulted_.fetch_add(n, std::memory_order_relaxed);
+        continue;
+      }
       // The first to fail says so; the others stop at their next chunk.
       if (next_chunk_.exchange(mapped_, std::memory_order_relaxed) < mapped_) {
         spdlog::info("segment prefault stopped at {} of {}: {}", FormatSize(off),

@@ -15,7 +15,14 @@ namespace kvpool::transfer {
 
 struct SegmentMemoryOptions {
   bool huge_pages = false;  // MAP_HUGETLB (needs reserved pages: /proc/sys/vm/nr_hugepages)
-  bool prefault = false;    // MAP_POPULATE: pay page faults at start, not on first write
+  // Fault every page in before Map returns, on up to one thread per CPU (at most 8; nothing else
+  // runs on the segment yet), with madvise(MADV_POPULATE_WRITE) in 256 KiB chunks, or by writing
+  // each page where the kernel lacks it (before 5.14). The first writes then run at the speed of
+  // memory written before: on a VM, backing fresh memory is the host's work and runs at under
+  // 1 GB/s per vCPU, 4-5x slower than a copy into backed memory (docs/benchmarks.md, issue 29).
+  // Costs start-up time: 0.4 s per GB on 2 vCPUs of such a VM, 2-9 s where the host never backed
+  // the memory before.
+  bool prefault = false;
   // madvise(MADV_HUGEPAGE) (with the kernel's THP "madvise" policy). Off by default: measured on
   // a 2-core VM (docs/benchmarks.md), first touch of THP memory ran at 0.25 GB/s against 1.9
   // GB/s for 4 KiB pages (a fresh huge page is zeroed whole, and a VM whose free memory went back
@@ -26,7 +33,7 @@ struct SegmentMemoryOptions {
   // runs at steady-state speed without delaying start-up. One thread per CPU, up to 4, at the
   // lowest priority: on a VM, backing fresh memory is the host's work and runs at under 1 GB/s
   // per vCPU, so one thread alone is overtaken by the first writes (docs/benchmarks.md, round
-  // 15). Ignored with `prefault`.
+  // 15); the first writes can still overtake it (issue 29). Ignored with `prefault`.
   bool prefault_in_background = false;
 };
 
@@ -47,15 +54,19 @@ class SegmentMemory {
   // name. A location that carries another incarnation was handed out for memory that is gone
   // (a restarted process serving fresh zeroed pages under the same name) and must be refused.
   uint64_t incarnation() const { return incarnation_; }
-  // Bytes faulted in by the background prefault so far (0 without one). Thread-safe.
+  // Bytes faulted in by a prefault so far (0 without one). Thread-safe.
   uint64_t prefaulted_bytes() const { return prefaulted_.load(std::memory_order_relaxed); }
 
  private:
   SegmentMemory(uint8_t* base, uint64_t mapped, uint64_t size, uint64_t incarnation)
       : base_(base), mapped_(mapped), size_(size), incarnation_(incarnation) {}
   // Runs on each prefaulter: MADV_POPULATE_WRITE over the next chunk not yet taken (in address
-  // order, the order the allocator hands space out) until none is left or stop_.
-  void PrefaultInBackground();
+  // order, the order the allocator hands space out) until none is left or stop_. `background`:
+  // at the lowest priority, and an unsupported madvise ends the prefault (the pages then fault
+  // in on first write); else (no writer exists yet) such a chunk is populated by writing it.
+  void PrefaultChunks(bool background);
+  // `prefault`: PrefaultChunks on `threads` threads (the caller's among them), joined.
+  void PrefaultBeforeReturn(unsigned threads);
 
   uint8_t* base_;
   uint64_t mapped_;

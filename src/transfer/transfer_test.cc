@@ -187,6 +187,20 @@ TEST(SegmentMemoryTest, BackgroundPrefaultKeepsWhatWritersPutMeanwhile) {
   big->reset();
 }
 
+// `prefault`: Map returns with every page faulted in (issue 29: a node mounts its segment only
+// then), and the memory reads as zeros and takes writes as any other.
+TEST(SegmentMemoryTest, PrefaultBeforeReturnFaultsEveryPageIn) {
+  SegmentMemoryOptions o;
+  o.prefault = true;
+  auto m = SegmentMemory::Map((32 << 20) + 4096, o);
+  ASSERT_TRUE(m.ok());
+  SegmentMemory& mem = **m;
+  EXPECT_GE(mem.prefaulted_bytes(), mem.size());
+  for (uint64_t off = 0; off < mem.size(); off += 4096) ASSERT_EQ(mem.base()[off], 0);
+  mem.base()[mem.size() - 1] = 0x5a;
+  EXPECT_EQ(mem.base()[mem.size() - 1], 0x5a);
+}
+
 TEST(SegmentMemoryTest, EachMappingHasItsOwnNonZeroIncarnation) {
   auto a = SegmentMemory::Map(4096, {});
   auto b = SegmentMemory::Map(4096, {});

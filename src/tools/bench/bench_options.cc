@@ -196,6 +196,10 @@ void AddBenchFlags(CLI::App& cmd, BenchOptions& o) {
   cmd.add_option("--verify_every", o.verify_every, "Check every Nth get call byte-exact")
       ->capture_default_str();
   cmd.add_flag("--no_limits", o.no_limits, "Skip the memcpy and TCP limit measurements");
+  cmd.add_flag("!--no_first_fill", o.first_fill,
+               "No put-first-fill row (puts into the fresh pool before the warm-up)");
+  cmd.add_option("--node_flags", o.node_flags,
+                 "More flags for the private pool's nodes, e.g. \"--prefault_in_background\"");
   cmd.add_option("--json", o.json_path, "Also write the rows to this JSON file");
   cmd.add_flag("!--no_progress", o.progress, "No in-place progress line");
   cmd.add_option("--peers", o.peers,

@@ -64,8 +64,15 @@ struct BenchOptions {
   std::string working_set = "256MB";
   int verify_every = 4;    // --verify_every: check every Nth get call byte-exact (1 = all)
   bool no_limits = false;  // --no_limits: skip the memcpy / TCP limit measurements
-  std::string json_path;   // --json FILE: also write the rows as JSON
-  bool progress = true;    // --no_progress clears it: no in-place progress line on a TTY
+  // --no_first_fill clears it: with a private pool and the put workload, each mode first runs
+  // one "put-first-fill" row (the first page size, the largest batch) into the segments as the
+  // pool started them, before the warm-up writes them: what a user's first puts meet.
+  bool first_fill = true;
+  // --node_flags "FLAGS": more flags for the private pool's nodes, split at spaces (e.g.
+  // "--prefault_in_background" to compare a node that serves before its memory is backed).
+  std::string node_flags;
+  std::string json_path;  // --json FILE: also write the rows as JSON
+  bool progress = true;   // --no_progress clears it: no in-place progress line on a TTY
   // --peers: other stores the remote put/get rows are compared with: "redis" (default; skipped
   // with a note when no redis-server is installed) or "none".
   std::string peers = "redis";

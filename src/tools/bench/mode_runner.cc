@@ -25,6 +25,11 @@ Result<std::unique_ptr<LocalPool>> StartPool(const BenchOptions& o, Mode mode,
   spec.nodes = mode == Mode::kEmbedded ? 0 : o.node_count;
   spec.segment_bytes = o.segment_bytes;
   spec.security = o.security;
+  for (size_t at = 0; at < o.node_flags.size();) {
+    const size_t end = std::min(o.node_flags.find(' ', at), o.node_flags.size());
+    if (end > at) spec.node_flags.push_back(o.node_flags.substr(at, end - at));
+    at = end + 1;
+  }
   const auto t0 = BenchClock::now();
   auto pool = LocalPool::Start(spec, stop);
   if (!pool.ok()) return pool.status();
@@ -79,6 +84,24 @@ Status WarmUpPool(const RowContext& ctx) {
       "[{}] warm-up: wrote {} once into the fresh segments in {:.2f} s "
       "(not measured)\n",
       ModeName(ctx.mode), FormatSize(*bytes), SecondsSince(t0));
+  return Status::Ok();
+}
+
+// The put-first-fill row (workloads.h), printed on its own: the first page size, the largest
+// batch, into the segments as the pool started them.
+Status FirstFill(const RowContext& ctx, const Limits& limits, std::vector<Row>& rows) {
+  const BenchOptions& o = *ctx.options;
+  const int batch = *std::max_element(o.batch_list.begin(), o.batch_list.end());
+  auto row = RunFirstFillRow(ctx, limits, o.page_list.front(), batch);
+  if (!row.ok()) {
+    return Status(row.code(),
+                  fmt::format("put-first-fill {}: {}", ModeName(ctx.mode), row.status().message()));
+  }
+  std::cout << fmt::format(
+      "[{}] first fill: puts into the segments as the pool started them "
+      "(before the warm-up):\n{}\n{}\n",
+      ModeName(ctx.mode), TableHeader(), TableLine(*row));
+  rows.push_back(std::move(row).value());
   return Status::Ok();
 }
 
@@ -168,7 +191,11 @@ Status RunMode(const BenchOptions& o, Mode mode, const Limits& limits, std::stop
     if (!capacity.ok()) return capacity.status();
     ctx.capacity_bytes = *capacity;
   }
-  if (pool && ctx.capacity_bytes > 0) KVPOOL_RETURN_IF_ERROR(WarmUpPool(ctx));
+  if (pool && ctx.capacity_bytes > 0) {
+    if (o.first_fill && o.Has(Workload::kPut)) KVPOOL_RETURN_IF_ERROR(FirstFill(ctx, limits, rows));
+    KVPOOL_RETURN_IF_ERROR(pool->WaitResident(o.segment_bytes, stop));
+    KVPOOL_RETURN_IF_ERROR(WarmUpPool(ctx));
+  }
   if (pool) rows.push_back(MeasureIdle(*pool, mode, stop));
   if (rows_wanted) {
     std::cout << TableHeader() << std::endl;

@@ -99,6 +99,7 @@ Status LocalPool::StartNodes(const PoolSpec& spec, std::stop_token stop) {
                                      "--log_level",
                                      "warn"};
     AppendSecurityArgs(spec.security, args);
+    args.insert(args.end(), spec.node_flags.begin(), spec.node_flags.end());
     auto n = ChildProcess::StartSelf(fmt::format("node {} (127.0.0.1:{})", i, port), args,
                                      BenchChildOptions());
     if (!n.ok()) return n.status();
@@ -124,19 +125,20 @@ Status LocalPool::StartNodes(const PoolSpec& spec, std::stop_token stop) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  // Each node faults its segment in on a background thread (--prefault): wait for that, so no
-  // figure (the idle pool's CPU included) measures it. Bounded: a node that cannot have its
-  // whole segment resident (memory pressure) is measured as it is after 60 s.
-  const auto prefaulted_by = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  return (*client)->Close();
+}
+
+Status LocalPool::WaitResident(uint64_t segment_bytes, std::stop_token stop) {
+  const auto resident_by = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   for (const auto& n : nodes_) {
-    while (n->ResidentBytes() < spec.segment_bytes / 100 * 98 &&
-           std::chrono::steady_clock::now() < prefaulted_by) {
+    while (n->ResidentBytes() < segment_bytes / 100 * 98 &&
+           std::chrono::steady_clock::now() < resident_by) {
       KVPOOL_RETURN_IF_ERROR(CheckAlive());
       if (stop.stop_requested()) return Interrupted();
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
-  return (*client)->Close();
+  return Status::Ok();
 }
 
 Status LocalPool::CheckAlive() {

@@ -15,9 +15,10 @@
 namespace kvpool::tools::bench {
 
 struct PoolSpec {
-  int nodes = 1;                  // storage nodes; 0 starts only the master (embedded mode)
-  uint64_t segment_bytes = 0;     // DRAM each node serves
-  rpc::SecurityOptions security;  // passed to the master and nodes as flags
+  int nodes = 1;                        // storage nodes; 0 starts only the master (embedded mode)
+  uint64_t segment_bytes = 0;           // DRAM each node serves
+  rpc::SecurityOptions security;        // passed to the master and nodes as flags
+  std::vector<std::string> node_flags;  // more flags for every node (--node_flags)
 };
 
 class LocalPool {
@@ -34,6 +35,11 @@ class LocalPool {
   std::string master_address() const { return "127.0.0.1:" + std::to_string(master_port_); }
   // "127.0.0.1:PORT" of each node (what a standalone client attaches to), in start order.
   std::vector<std::string> node_addresses() const;
+  // Waits until every node's segment is resident (a node faults it in before it mounts unless
+  // told to do so behind it, --prefault_in_background), so no later figure measures that; at
+  // most 60 s (a node under memory pressure is measured as it is). Errors: a process that exited
+  // (see CheckAlive), INTERNAL_ERROR "interrupted" on `stop`.
+  Status WaitResident(uint64_t segment_bytes, std::stop_token stop);
   // CPU seconds used by all the pool's processes so far.
   double CpuSeconds() const;
   // OK while every process runs; else INTERNAL_ERROR naming the one that exited, with its log.

@@ -72,4 +72,18 @@ Result<Row> RunRow(const RowContext& ctx, const Limits& limits, Workload w, uint
   return row;
 }
 
+Result<Row> RunFirstFillRow(const RowContext& ctx, const Limits& limits, uint64_t page_bytes,
+                            int batch) {
+  BenchOptions bounded = *ctx.options;
+  const uint64_t per_call = static_cast<uint64_t>(bounded.threads) * batch * page_bytes;
+  const auto calls = static_cast<int64_t>(kUsableFraction * ctx.capacity_bytes / per_call);
+  if (calls == 0) return TooBig(per_call, ctx.capacity_bytes);
+  bounded.iterations = bounded.iterations > 0 ? std::min(bounded.iterations, calls) : calls;
+  RowContext first = ctx;
+  first.options = &bounded;
+  auto row = RunRow(first, limits, Workload::kPut, page_bytes, batch);
+  if (row.ok()) row->workload = "put-first-fill";
+  return row;
+}
+
 }  // namespace kvpool::tools::bench

@@ -18,4 +18,11 @@ namespace kvpool::tools::bench {
 Result<Row> RunRow(const RowContext& ctx, const Limits& limits, Workload w, uint64_t page_bytes,
                    int batch);
 
+// The "put-first-fill" row: puts of fresh keys into the pool as it started, before anything
+// wrote its segments, bounded to the usable space (every byte lands in memory never written
+// before) and to --iterations when given. Errors: as RunRow; INVALID_PARAMS when not even one
+// call fits.
+Result<Row> RunFirstFillRow(const RowContext& ctx, const Limits& limits, uint64_t page_bytes,
+                            int batch);
+
 }  // namespace kvpool::tools::bench
