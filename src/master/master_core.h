@@ -339,6 +339,10 @@ class MasterCore {
   ErrorCode Commit(std::string_view key, uint32_t writer, uint64_t checksum, int64_t now_ns,
                    std::string* msg, uint32_t index, std::vector<JournalMark>* marks);
   ErrorCode Revoke(std::string_view key, uint32_t writer, int64_t now_ns, std::string* msg);
+  // Under the key's shard lock: the object `writer` is putting under `key`, or null with
+  // OBJECT_NOT_FOUND (`missing` ends that message) or ILLEGAL_CLIENT (another writer's).
+  Object* WritersObject(ObjectTable::Shard& shard, std::string_view key, uint32_t writer,
+                        std::string_view missing, ErrorCode* code, std::string* msg);
   ErrorCode RemoveOne(std::string_view key, bool force, int64_t now_ns, std::string* msg);
   void FreeReplicas(const Object& o);
   // The space of a put that did not complete (revoked, or its writer declared dead): bytes the

@@ -344,6 +344,20 @@ Result<rpc::CodesReply> MasterCore::PutEnd(const rpc::PutEnd& req, TimePoint now
   return reply;
 }
 
+Object* MasterCore::WritersObject(ObjectTable::Shard& shard, std::string_view key, uint32_t writer,
+                                  std::string_view missing, ErrorCode* code, std::string* msg) {
+  Object* obj = shard.Find(key);
+  if (obj == nullptr) {
+    *msg = fmt::format("key={} has no pending put{}", key, missing);
+    *code = ErrorCode::OBJECT_NOT_FOUND;
+  } else if (obj->writer != writer) {
+    *msg = fmt::format("key={} is being put by another client", key);
+    *code = ErrorCode::ILLEGAL_CLIENT;
+    obj = nullptr;
+  }
+  return obj;
+}
+
 ErrorCode MasterCore::Commit(std::string_view key, uint32_t writer, uint64_t checksum,
                              int64_t now_ns, std::string* msg, uint32_t index,
                              std::vector<JournalMark>* marks) {
@@ -353,15 +367,10 @@ ErrorCode MasterCore::Commit(std::string_view key, uint32_t writer, uint64_t che
     return st.code();
   }
   auto shard = table_.Lock(key);
-  Object* obj = shard->Find(key);
-  if (obj == nullptr) {
-    *msg = fmt::format("key={} has no pending put (revoked, reclaimed or never started)", key);
-    return ErrorCode::OBJECT_NOT_FOUND;
-  }
-  if (obj->writer != writer) {
-    *msg = fmt::format("key={} is being put by another client", key);
-    return ErrorCode::ILLEGAL_CLIENT;
-  }
+  ErrorCode code = ErrorCode::OK;
+  Object* obj =
+      WritersObject(*shard, key, writer, " (revoked, reclaimed or never started)", &code, msg);
+  if (obj == nullptr) return code;
   if (obj->pending()) {
     obj->checksum = checksum;
     shard->MarkComplete(obj);
@@ -384,15 +393,9 @@ ErrorCode MasterCore::Revoke(std::string_view key, uint32_t writer, int64_t now_
     return st.code();
   }
   auto shard = table_.Lock(key);
-  Object* obj = shard->Find(key);
-  if (obj == nullptr) {
-    *msg = fmt::format("key={} has no pending put", key);
-    return ErrorCode::OBJECT_NOT_FOUND;
-  }
-  if (obj->writer != writer) {
-    *msg = fmt::format("key={} is being put by another client", key);
-    return ErrorCode::ILLEGAL_CLIENT;
-  }
+  ErrorCode code = ErrorCode::OK;
+  Object* obj = WritersObject(*shard, key, writer, "", &code, msg);
+  if (obj == nullptr) return code;
   if (!obj->pending()) {
     *msg = fmt::format("key={} is complete; use remove", key);
     return ErrorCode::INVALID_WRITE;
