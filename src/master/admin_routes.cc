@@ -201,6 +201,7 @@ AdminResponse AdminRoutes::Metrics() const {
                  v.role == "leader" ? 1.0 : 0.0);
     text += w.Take();
   }
+  if (extra_metrics_) text += extra_metrics_();
   return {200, "text/plain; version=0.0.4; charset=utf-8", std::move(text)};
 }
 

@@ -55,6 +55,9 @@ class AdminRoutes {
   // With HA: /health and /metrics show what `view` returns (role, epoch, leader). Call before
   // serving.
   void SetHaView(std::function<HaView()> view) { ha_view_ = std::move(view); }
+  // More Prometheus text appended to /metrics (the KV-event publisher's counters). Call before
+  // serving; `extra` must be thread-safe.
+  void SetExtraMetrics(std::function<std::string()> extra) { extra_metrics_ = std::move(extra); }
 
   // Answers GET `path` with query `params` (already URL-decoded).
   AdminResponse Get(std::string_view path, const Params& params) const;
@@ -77,6 +80,7 @@ class AdminRoutes {
   const double start_unix_seconds_;
   const ClockFn clock_;
   std::function<HaView()> ha_view_;  // empty without HA
+  std::function<std::string()> extra_metrics_;  // empty: none
 };
 
 }  // namespace kvpool::master

@@ -291,7 +291,7 @@ rpc::PutStartResult MasterCore::PutOne(const rpc::PutItem& item, const PutContex
       // another tenant's), once, then give up.
       if (attempt > 0) break;
       evictor_.Evict(over_quota, std::nullopt, ctx.now_ns, tenant, Nanos(options_.eviction_min_age),
-                     /*young_too=*/true);
+                     /*young_too=*/true, KvRemoval::kEvictedTenantQuota);
       continue;
     }
     // No space. Evict (outside the shard lock: eviction takes every shard's) and retry once,
@@ -525,6 +525,7 @@ ErrorCode MasterCore::Commit(std::string_view key, uint32_t writer, uint64_t che
     for (const ReplicaRef& r : obj->replicas()) {
       registry_.RecordCommit(r, key, obj->size, obj->checksum, obj->flags & (kSoftPin | kHardPin));
     }
+    RecordStored(events_, key, KvMedium::kDram);  // the master places on DRAM segments only
   }
   return ErrorCode::OK;
 }
@@ -717,6 +718,7 @@ ErrorCode MasterCore::RemoveOne(std::string_view key, bool force, int64_t now_ns
     return ErrorCode::OBJECT_HAS_LEASE;
   }
   FreeReplicasAfterReaders(*obj, now_ns);
+  RecordRemovedObject(*obj, KvRemoval::kRemoved);
   shard->Erase(obj);
   return ErrorCode::OK;
 }
@@ -731,6 +733,7 @@ rpc::RemoveAllReply MasterCore::RemoveAll(const rpc::RemoveAll& req, TimePoint n
       if (TenantOf(o.key()) != tenant) return false;
       if (o.pending() || (o.leased(now_ns) && !req.force())) return false;
       FreeReplicasAfterReaders(o, now_ns);
+      RecordRemovedObject(o, KvRemoval::kRemoved);
       return true;
     });
   }
