@@ -268,7 +268,9 @@ TEST(HttpServerTest, AHundredMegabyteHeaderIsCutOffAndOthersAreServed) {
   flood.join();
   std::string answer = ReadAll(fd);
   ::close(fd);
-  if (!answer.empty()) EXPECT_EQ(answer.rfind("HTTP/1.1 431", 0), 0u) << answer.substr(0, 80);
+  if (!answer.empty()) {
+    EXPECT_EQ(answer.rfind("HTTP/1.1 431", 0), 0u) << answer.substr(0, 80);
+  }
 }
 
 TEST(HttpServerTest, FormBodyParametersReachTheHandler) {
