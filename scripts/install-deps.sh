@@ -20,6 +20,7 @@ PKGS=(
   # The Python module (/usr/bin/python3) and its tests.
   python3-dev pybind11-dev python3-pybind11 python3-pytest python3-numpy
   python3-zmq python3-msgpack  # kvpool.kv_events, the Python KV-events subscriber
+  chromium chromium-driver python3-selenium  # the status page's test in a real browser (headless)
 )
 # Installed when the distribution has them: the Python tests use torch tensors when present and
 # numpy arrays otherwise (Debian 12 ships python3-torch; other releases may not).

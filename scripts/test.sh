@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: installs build dependencies (Debian packages), then
 #   1. an optimized build (gcc, build/): the whole CTest suite, then the Python tests (pytest with
-#      /usr/bin/python3), with torch and again as on a machine without it, then the fleet smoke
+#      /usr/bin/python3; the status page's in headless Chromium, its screenshot kept in
+#      build/artifacts/), with torch and again as on a machine without it, then the fleet smoke
 #      (scripts/fleet.py smoke: hosts in network namespaces, a partition and heal);
 #   2. a sanitizer build (clang, build-sanitize/: AddressSanitizer + UndefinedBehaviorSanitizer,
 #      with libFuzzer's coverage): the whole CTest suite again, then each fuzz target for
@@ -34,7 +35,9 @@ run_pytest() {  # NAME [ENV=VALUE...]
   shift
   echo "=== kvpool tests: Python, ${name} (pytest, optimized build) ==="
   local rc=0
-  env "$@" PYTHONPATH="$PWD/build/python" KVPOOL_BINARY="$PWD/build/src/tools/kvpool" \
+  # Artifacts (the status page's screenshot, test_status_page.py) land in build/artifacts.
+  env KVPOOL_ARTIFACTS_DIR="$PWD/build/artifacts" "$@" PYTHONPATH="$PWD/build/python" \
+    KVPOOL_BINARY="$PWD/build/src/tools/kvpool" \
     /usr/bin/python3 -m pytest -q -p no:cacheprovider python/tests || rc=$?
   if [ "$rc" -eq 5 ]; then  # pytest: no tests collected
     echo "pytest collected no tests: the Python suite is missing (python/tests)" >&2
@@ -71,6 +74,11 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 CC=clang CXX=clang++ run_suite "ASan+UBSan (clang, with the fuzz targets)" build-sanitize \
   -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DKVPOOL_SANITIZE=ON -DKVPOOL_FUZZ=ON \
   -DKVPOOL_BUILD_PYTHON=OFF
+# The KV events again from the ASan+UBSan master (the Python side from build/python): a leak
+# or an error in the publisher fails the run.
+echo "=== kvpool tests: KV events from the ASan+UBSan master ==="
+PYTHONPATH="$PWD/build/python" KVPOOL_BINARY="$PWD/build-sanitize/src/tools/kvpool" \
+  /usr/bin/python3 -m pytest -q -p no:cacheprovider python/tests/test_kv_events.py
 # Fuzzing, in the same tree: a crash, leak or timeout fails the run (tests/fuzz/run.sh).
 FUZZ_SECONDS=${FUZZ_SECONDS:-15} FUZZ_JOBS=${jobs} FUZZ_BUILD_DIR=build-sanitize tests/fuzz/run.sh
 

@@ -130,7 +130,7 @@ class Evictor {
   ObjectTable* const table_;
   SegmentRegistry* const registry_;
   const int64_t offload_wait_ns_;
-  KvEventQueue* events_ = nullptr;  // set before use, then read-only
+  KvEventQueue* events_ = nullptr;        // set before use, then read-only
   std::mutex mu_;                         // serialises evictions
   mutable uint64_t offload_pending_ = 0;  // guarded by mu_: spared in the running Evict
   std::atomic<uint64_t> evicted_total_{0};

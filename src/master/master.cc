@@ -108,6 +108,7 @@ Master::Master(const MasterOptions& options)
     handlers.post_disabled_reason =
         "admin writes are disabled on this master (--admin_writes=false)";
     handlers.post_secret = options.security.auth_secret;  // "" without a secret
+    handlers.secret_get_paths = {"/status.json"};         // what the status page shows
     http_ = std::make_unique<HttpServer>("master http admin", MetricsHostOf(options),
                                          static_cast<uint16_t>(options.metrics_port),
                                          std::move(handlers));
@@ -218,10 +219,10 @@ void LogStarted(const MasterOptions& options, Master& master) {
         MetricsHostOf(options), master.http_port());
   }
   if (!options.kv_events.endpoint.empty()) {
-    spdlog::info("kvpool master kv events on {} topic={} replay={}", options.kv_events.endpoint,
-                 options.kv_events.topic,
-                 options.kv_events.replay_endpoint.empty() ? "off"
-                                                           : options.kv_events.replay_endpoint);
+    spdlog::info(
+        "kvpool master kv events on {} topic={} replay={}", options.kv_events.endpoint,
+        options.kv_events.topic,
+        options.kv_events.replay_endpoint.empty() ? "off" : options.kv_events.replay_endpoint);
   }
   if (options.enable_ha) {
     HaView v = master.ha_view();

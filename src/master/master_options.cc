@@ -256,8 +256,7 @@ Status ValidateMasterOptions(const MasterOptions& o) {
     return Bad("kv_events_queue_size", std::to_string(o.kv_events.queue_capacity), "1..10000000");
   }
   if (o.kv_events.replay_batches > 1'000'000) {
-    return Bad("kv_events_replay_buffer", std::to_string(o.kv_events.replay_batches),
-               "0..1000000");
+    return Bad("kv_events_replay_buffer", std::to_string(o.kv_events.replay_batches), "0..1000000");
   }
   KVPOOL_RETURN_IF_ERROR(rpc::ValidateTls(o.security, /*also_client=*/false));
   KVPOOL_RETURN_IF_ERROR(ValidateHaOptions(o));

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Put throughput of a master with KV events off vs on (docs/benchmarks.md, "KV events cost").
+
+For each mode a fresh master and a 512 MB node on free 127.0.0.1 ports; one client puts
+KEYS small objects (64 B: the master's work per key dominates) in batches of 128 and the
+script reports keys/s; with events on, a subscriber reads every batch. Runs alternate
+off/on/off/... and the medians of ROUNDS runs are printed.
+
+  PYTHONPATH=build/python KVPOOL_BINARY=build/src/tools/kvpool \
+      /usr/bin/python3 scripts/kv_events_ab.py [--keys 40000] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import statistics
+import sys
+import threading
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python" / "tests"))
+from conftest import Pool, free_port  # noqa: E402
+
+import kvpool  # noqa: E402
+
+
+def run(keys: int, events: bool) -> tuple[float, int]:
+    flags, sub, got, stop = [], None, [0], threading.Event()
+    if events:
+        port = free_port()
+        flags = ["--kv_events_endpoint", f"tcp://127.0.0.1:{port}"]
+    pool = Pool(master_flags=flags)
+    try:
+        pool.add_node("512MB")
+        if events:
+            from kvpool.kv_events import KvEventSubscriber
+            sub = KvEventSubscriber(f"tcp://127.0.0.1:{port}")
+
+            def drain():
+                while not stop.is_set():
+                    b = sub.recv(100)
+                    if b is not None:
+                        got[0] += sum(len(getattr(e, "block_hashes", [])) for e in b.events)
+
+            reader = threading.Thread(target=drain)
+            reader.start()
+            time.sleep(0.3)
+        s = kvpool.KVPoolStore()
+        assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 0, "tcp", "", pool.master_address) == 0
+        names = [f"bench/{i:08d}" for i in range(keys)]
+        value = b"v" * 64
+        start = time.perf_counter()
+        for i in range(0, keys, 128):
+            batch = names[i:i + 128]
+            assert s.put_batch(batch, [value] * len(batch)) == 0, kvpool.last_error()
+        rate = keys / (time.perf_counter() - start)
+        s.close()
+        if events:
+            end = time.monotonic() + 10
+            while got[0] < keys and time.monotonic() < end:
+                time.sleep(0.05)
+            stop.set()
+            reader.join()
+            sub.close()
+        return rate, got[0]
+    finally:
+        pool.stop()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--keys", type=int, default=40000)
+    ap.add_argument("--rounds", type=int, default=3)
+    a = ap.parse_args()
+    off, on = [], []
+    for r in range(a.rounds):
+        off.append(run(a.keys, False)[0])
+        rate, received = run(a.keys, True)
+        on.append(rate)
+        print(f"round {r + 1}: off {off[-1]:,.0f} keys/s, on {rate:,.0f} keys/s "
+              f"(subscriber got {received} of {a.keys} stored events)", flush=True)
+    mo, mn = statistics.median(off), statistics.median(on)
+    print(f"median off {mo:,.0f} keys/s, on {mn:,.0f} keys/s: {100 * (mn - mo) / mo:+.1f} %")
+
+
+if __name__ == "__main__":
+    main()
