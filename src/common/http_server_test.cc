@@ -319,6 +319,25 @@ TEST(HttpServerTest, PostNeedsTheSecretAndCanBeDisabled) {
   EXPECT_NE(r->body.find("writes are off (--admin_writes=false)"), std::string::npos) << r->body;
 }
 
+// GETs of secret_get_paths need the secret (the status page's data); other GETs do not.
+TEST(HttpServerTest, SecretGetPathsNeedTheSecret) {
+  HttpHandlers h = EchoHandlers(false);
+  h.post_secret = "s3cret";
+  h.secret_get_paths = {"/status.json"};
+  HttpServer server("test", "127.0.0.1", 0, h);
+  ASSERT_TRUE(server.Start().ok());
+  auto c = ClientFor(server);
+  EXPECT_EQ(c.Get("/status.json")->status, 401);
+  EXPECT_EQ(c.Get("/status.json", {{"Authorization", "Bearer nope"}})->status, 401);
+  EXPECT_EQ(c.Get("/status.json", {{"Authorization", "Bearer s3cret"}})->status, 200);
+  EXPECT_EQ(c.Get("/metrics")->status, 200);
+  // Without a secret nothing is asked.
+  h.post_secret.clear();
+  HttpServer open("test", "127.0.0.1", 0, h);
+  ASSERT_TRUE(open.Start().ok());
+  EXPECT_EQ(ClientFor(open).Get("/status.json")->status, 200);
+}
+
 TEST(UrlDecodeTest, EscapesPlusAndMalformed) {
   EXPECT_EQ(UrlDecode("a%20b+c", true), "a b c");
   EXPECT_EQ(UrlDecode("a+b", false), "a+b");

@@ -118,8 +118,9 @@ std::string InTenant(const AdminRoutes::Params& params, std::string_view key) {
 }  // namespace
 
 const std::vector<std::string_view>& AdminRoutes::Paths() {
-  static const std::vector<std::string_view> paths = {
-      "/health", "/metrics", "/segments", "/objects", "/object", "/clients", "/tenants"};
+  static const std::vector<std::string_view> paths = {"/health",  "/metrics",    "/segments",
+                                                      "/objects", "/object",     "/clients",
+                                                      "/tenants", "/status.json"};
   return paths;
 }
 
@@ -139,11 +140,8 @@ AdminResponse AdminRoutes::Get(std::string_view path, const Params& params) cons
   if (path == "/object") return ObjectDetail(params);
   if (path == "/clients") return Clients();
   if (path == "/tenants") return Tenants();
-  if (path == "/") {
-    std::string body = "kvpool master admin endpoints:\n";
-    for (std::string_view p : Paths()) body += fmt::format("  {}\n", p);
-    return {200, "text/plain", body};
-  }
+  if (path == "/") return StatusPage();
+  if (path == "/status.json") return StatusJson();
   return {404, "text/plain",
           fmt::format("no such endpoint; try one of /health /metrics "
                       "/segments /objects /object /clients /tenants\n")};
