@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <msgpack.hpp>
 
 namespace kvpool::master {
