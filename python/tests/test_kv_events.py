@@ -1,10 +1,14 @@
 """KV events from a real master (docs/operations.md, "KV events"): every event kind decoded by
 kvpool.kv_events and matched to the put, removal, eviction or tier move that caused it; a
-subscriber that never reads; replays of live and of long-gone sequence numbers."""
+subscriber that never reads; replays of live and of long-gone sequence numbers; a new sequence
+after a master failover."""
 
 from __future__ import annotations
 
 import hashlib
+import shutil
+import subprocess
+import tempfile
 import time
 import urllib.request
 
@@ -14,7 +18,7 @@ zmq = pytest.importorskip("zmq", reason="python3-zmq is not installed (scripts/i
 pytest.importorskip("msgpack", reason="python3-msgpack is not installed")
 
 import kvpool  # noqa: E402
-from conftest import Pool, free_port  # noqa: E402
+from conftest import Pool, Proc, free_port, wait_for_port  # noqa: E402
 from kvpool import KVPoolStore  # noqa: E402
 from kvpool.kv_events import (AllBlocksCleared, BlockRemoved, BlockStored,  # noqa: E402
                               KvEventReplayError, KvEventSubscriber)
@@ -188,3 +192,81 @@ def test_a_subscriber_that_never_reads_does_not_slow_the_master():
             sock.close()
         ctx.term()
         ev.close()
+
+
+ETCD = shutil.which("etcd")
+
+
+@pytest.mark.skipif(ETCD is None, reason="etcd is not installed (apt-get install etcd-server)")
+def test_a_new_leader_starts_a_new_sequence_with_all_blocks_cleared():
+    """Two --enable_ha masters, each publishing: after the leader stops, the new leader's first
+    batch is seq 0 starting with AllBlocksCleared, then a BlockStored for every object its node
+    re-registers."""
+    data = tempfile.TemporaryDirectory(prefix="kvpool-py-etcd-")
+    client, peer = free_port(), free_port()
+    curl, purl = f"http://127.0.0.1:{client}", f"http://127.0.0.1:{peer}"
+    etcd = subprocess.Popen([ETCD, "--name", "t", "--data-dir", data.name + "/d",
+                             "--listen-client-urls", curl, "--advertise-client-urls", curl,
+                             "--listen-peer-urls", purl, "--initial-advertise-peer-urls", purl,
+                             "--initial-cluster", f"t={purl}", "--log-level", "warn"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    masters, subs, procs, store = [], [], [], None
+    try:
+        assert wait_for_port(client), "etcd did not start"
+        address = f"etcd://127.0.0.1:{client}/evt"
+        for _ in range(2):
+            rpc, pub = free_port(), free_port()
+            m = Proc(["master", "--rpc_host", "127.0.0.1", "--rpc_port", str(rpc),
+                      "--metrics_port", "0", "--enable_ha", "true", "--etcd_endpoints",
+                      f"127.0.0.1:{client}", "--cluster_id", "evt", "--ha_lease_ttl_sec", "2",
+                      "--ha_restore_wait_ms", "500", "--kv_events_endpoint",
+                      f"tcp://127.0.0.1:{pub}"], "master")
+            assert wait_for_port(rpc), m.output()
+            masters.append(m)
+            subs.append(KvEventSubscriber(f"tcp://127.0.0.1:{pub}"))
+        procs.append(Proc(["node", "--host", "127.0.0.1", "--port", str(free_port()),
+                           "--master_server_address", address, "--global_segment_size", "32MB",
+                           "--log_level", "warn"], "node"))
+        time.sleep(0.3)
+        store = KVPoolStore()
+        assert store.setup("127.0.0.1", "P2PHANDSHAKE", 0, 0, "tcp", "", address) == 0, \
+            kvpool.last_error()
+        end = time.monotonic() + 20
+        while time.monotonic() < end and len(store.stat().get("segments", [])) < 1:
+            time.sleep(0.05)
+        keys = [sglang_key(200 + i) for i in range(3)]
+        for k, _ in keys:
+            assert store.put(k, b"v" * 1000) == 0, kvpool.last_error()
+        want = {h for _, h in keys}
+
+        def stored(sub, batches, timeout):
+            end = time.monotonic() + timeout
+            while time.monotonic() < end:
+                got = {h for b in batches for e in b.events if isinstance(e, BlockStored)
+                       for h in e.block_hashes}
+                if want <= got:
+                    return True
+                b = sub.recv(100)
+                if b is not None:
+                    batches.append(b)
+            return False
+
+        seen = [[], []]
+        leader = next(i for i in (0, 1) if stored(subs[i], seen[i], 5 if i == 0 else 10))
+        other = 1 - leader
+        assert seen[leader][0].seq == 0
+        masters[leader].stop()  # resigns: the standby takes over, the node re-registers
+        assert stored(subs[other], seen[other], 30), seen[other]
+        first = seen[other][0]
+        assert first.seq == 0 and isinstance(first.events[0], AllBlocksCleared), first
+        assert [b.seq for b in seen[other]] == list(range(len(seen[other])))
+    finally:
+        if store is not None:
+            store.close()
+        for s in subs:
+            s.close()
+        for p in procs + masters:
+            p.stop()
+        etcd.kill()
+        etcd.wait(timeout=10)
+        data.cleanup()
