@@ -3,8 +3,8 @@
 
 For each mode a fresh master and a 512 MB node on free 127.0.0.1 ports; one client puts
 KEYS small objects (64 B: the master's work per key dominates) in batches of 128 and the
-script reports keys/s; with events on, a subscriber process reads and decodes every batch. Runs alternate
-off/on/off/... and the medians of ROUNDS runs are printed.
+script reports keys/s; with events on, a subscriber process reads and decodes every batch.
+Runs alternate off/on/off/... and the medians of ROUNDS runs are printed.
 
   PYTHONPATH=build/python KVPOOL_BINARY=build/src/tools/kvpool \
       /usr/bin/python3 scripts/kv_events_ab.py [--keys 40000] [--rounds 3]

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import subprocess
-import tempfile
 import time
 import urllib.request
 
@@ -18,7 +16,7 @@ zmq = pytest.importorskip("zmq", reason="python3-zmq is not installed (scripts/i
 pytest.importorskip("msgpack", reason="python3-msgpack is not installed")
 
 import kvpool  # noqa: E402
-from conftest import Pool, Proc, free_port, wait_for_port  # noqa: E402
+from conftest import Pool, Proc, etcd_server, free_port, wait_for_port  # noqa: E402
 from kvpool import KVPoolStore  # noqa: E402
 from kvpool.kv_events import (AllBlocksCleared, BlockRemoved, BlockStored,  # noqa: E402
                               KvEventReplayError, KvEventSubscriber)
@@ -202,17 +200,13 @@ def test_a_new_leader_starts_a_new_sequence_with_all_blocks_cleared():
     """Two --enable_ha masters, each publishing: after the leader stops, the new leader's first
     batch is seq 0 starting with AllBlocksCleared, then a BlockStored for every object its node
     re-registers."""
-    data = tempfile.TemporaryDirectory(prefix="kvpool-py-etcd-")
-    client, peer = free_port(), free_port()
-    curl, purl = f"http://127.0.0.1:{client}", f"http://127.0.0.1:{peer}"
-    etcd = subprocess.Popen([ETCD, "--name", "t", "--data-dir", data.name + "/d",
-                             "--listen-client-urls", curl, "--advertise-client-urls", curl,
-                             "--listen-peer-urls", purl, "--initial-advertise-peer-urls", purl,
-                             "--initial-cluster", f"t={purl}", "--log-level", "warn"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with etcd_server() as client:
+        failover_events(client)
+
+
+def failover_events(client: int) -> None:
     masters, subs, procs, store = [], [], [], None
     try:
-        assert wait_for_port(client), "etcd did not start"
         address = f"etcd://127.0.0.1:{client}/evt"
         for _ in range(2):
             rpc, pub = free_port(), free_port()
@@ -267,6 +261,3 @@ def test_a_new_leader_starts_a_new_sequence_with_all_blocks_cleared():
             s.close()
         for p in procs + masters:
             p.stop()
-        etcd.kill()
-        etcd.wait(timeout=10)
-        data.cleanup()
