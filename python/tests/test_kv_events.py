@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import subprocess
 import time
 import urllib.request
 
@@ -261,3 +262,28 @@ def failover_events(client: int) -> None:
             s.close()
         for p in procs + masters:
             p.stop()
+
+
+def test_kvpool_events_tails_the_stream(events):
+    """`kvpool events` prints each batch and its events, the hashes as hex."""
+    from conftest import kvpool_binary
+    tail = subprocess.Popen([kvpool_binary(), "events", "--endpoint",
+                             f"tcp://127.0.0.1:{events.pub}", "--batches", "1",
+                             "--idle_timeout_ms", "20000"], stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.5)  # ZMQ's slow joiner
+        s = KVPoolStore()
+        assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 0, "tcp", "",
+                       events.pool.master_address) == 0, kvpool.last_error()
+        events.pool.add_node("64MB")
+        key, digest = sglang_key(300)
+        assert s.put(key, b"v" * 100) == 0, kvpool.last_error()
+        s.close()
+        out, _ = tail.communicate(timeout=20)
+    finally:
+        if tail.poll() is None:
+            tail.kill()
+    assert tail.returncode == 0, out
+    assert out.startswith("seq=0 topic=kvpool ts="), out
+    assert "  AllBlocksCleared\n" in out
+    assert f"  BlockStored medium=DRAM hashes={digest.hex()}" in out
