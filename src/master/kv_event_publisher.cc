@@ -22,6 +22,9 @@ namespace {
 // latency an event can add on an idle master.
 constexpr std::chrono::milliseconds kPollInterval{10};
 constexpr size_t kMaxEventsPerDrain = 4096;
+// Batches queued per subscriber (ZMQ's send high-water mark). ZMQ shares a batch's bytes
+// between subscribers, so a stuck one holds at most this many references (~64 B each).
+constexpr int kSubscriberQueue = 10000;
 constexpr int64_t kEndSeq = -1;
 constexpr int64_t kGoneSeq = -2;
 
@@ -57,16 +60,17 @@ Status KvEventPublisher::Start() {
   std::string_view endpoint = options_.endpoint;
   try {
     // Linger 0: a closed socket drops what a dead subscriber did not take, so Stop never waits
-    // on one. The high-water marks bound what a slow one costs in memory.
+    // on one. The high-water marks bound what a slow one costs in memory: a subscriber more
+    // than kSubscriberQueue batches behind loses batches (a gap in seq; it asks for a replay).
     s->pub.set(zmq::sockopt::linger, 0);
-    s->pub.set(zmq::sockopt::sndhwm, 100000);
+    s->pub.set(zmq::sockopt::sndhwm, kSubscriberQueue);
     s->pub.bind(options_.endpoint);
     if (!options_.replay_endpoint.empty()) {
       which = "--kv_events_replay_endpoint";
       endpoint = options_.replay_endpoint;
       s->replay = zmq::socket_t(s->ctx, zmq::socket_type::router);
       s->replay.set(zmq::sockopt::linger, 0);
-      s->replay.set(zmq::sockopt::sndhwm, 100000);
+      s->replay.set(zmq::sockopt::sndhwm, kSubscriberQueue);
       s->replay.bind(options_.replay_endpoint);
     }
   } catch (const zmq::error_t& e) {

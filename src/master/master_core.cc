@@ -413,6 +413,8 @@ bool MasterCore::ResolveExisting(ObjectTable::Shard& shard, Object* obj, const P
     carried->soft_pin_until_ns = shard.SoftPinUntil(obj);
   }
   FreeReplicas(*obj);
+  // Routers learn of the old bytes' end here; the new ones are stored at their put end.
+  RecordRemovedObject(*obj, KvRemoval::kRemoved);
   shard.Erase(obj);
   return false;
 }
