@@ -6,6 +6,7 @@ asks for a token (which is nowhere in its source). Leaves a screenshot in $KVPOO
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import re
@@ -168,4 +169,29 @@ def test_with_a_secret_the_page_asks_for_a_token(browser, tmp_path):
         assert secret not in browser.page_source.replace(
             browser.find_element("id", "token").get_attribute("value"), "")
     finally:
+        pool.stop()
+
+
+def test_node_status_page_matches_its_status(browser):
+    pool = Pool()
+    store = kvpool.KVPoolStore()
+    try:
+        node_http = free_port()
+        pool.add_node("64MB", "--metrics_port", str(node_http))
+        browser.get(f"http://127.0.0.1:{node_http}/?interval_ms={POLL_MS}")
+        wait_for(lambda: text(browser, "conn").startswith("live"), what="the node page")
+        assert store.setup("127.0.0.1", "P2PHANDSHAKE", 0, 0, "tcp", "",
+                           pool.master_address) == 0, kvpool.last_error()
+        for i in range(5):
+            assert store.put(f"node-page/{i}", b"z" * 65536) == 0
+        status = json.loads(fetch(f"http://127.0.0.1:{node_http}/status"))
+        writes = str(status["data"]["write_requests"])
+        wait_for(lambda: text(browser, "writes") == writes, what="write requests")
+        assert text(browser, "master") == "reachable"
+        assert text(browser, "capacity") == "64.0 MiB"
+        chart = browser.find_element("id", "chart-bytes")
+        wait_for(lambda: int(chart.get_attribute("data-points") or 0) >= 2, what="the chart")
+        assert not severe(browser), severe(browser)
+    finally:
+        store.close()
         pool.stop()
