@@ -7,7 +7,7 @@ script reports keys/s; with events on, a subscriber process reads and decodes ev
 Runs alternate off/on/off/... and the medians of ROUNDS runs are printed.
 
   PYTHONPATH=build/python KVPOOL_BINARY=build/src/tools/kvpool \
-      /usr/bin/python3 scripts/kv_events_ab.py [--keys 40000] [--rounds 3]
+      /usr/bin/python3 scripts/kv_events_ab.py [--keys 40000] [--rounds 3] [--stuck 1000]
 """
 
 from __future__ import annotations
@@ -40,9 +40,25 @@ print(got, flush=True)
 """
 
 
-def run(keys: int, events: bool) -> tuple[float, int]:
-    """keys/s of one run; with events, how many stored events the subscriber received."""
-    flags, sub = [], None
+STUCK = """
+import sys, time, zmq
+ctx, socks = zmq.Context(), []
+for _ in range(int(sys.argv[2])):
+    s = ctx.socket(zmq.SUB)
+    s.setsockopt(zmq.LINGER, 0)
+    s.setsockopt(zmq.RCVHWM, 1)
+    s.setsockopt_string(zmq.SUBSCRIBE, "")
+    s.connect(sys.argv[1])
+    socks.append(s)
+print("ready", flush=True)
+time.sleep(3600)
+"""
+
+
+def run(keys: int, events: bool, stuck: int = 0) -> tuple[float, int]:
+    """keys/s of one run; with events, how many stored events the subscriber received.
+    `stuck`: subscribers (in one more process) that connect and never read."""
+    flags, sub, idle = [], None, None
     if events:
         port = free_port()
         flags = ["--kv_events_endpoint", f"tcp://127.0.0.1:{port}"]
@@ -53,6 +69,10 @@ def run(keys: int, events: bool) -> tuple[float, int]:
             sub = subprocess.Popen([sys.executable, "-c", SUBSCRIBER, f"tcp://127.0.0.1:{port}",
                                     str(keys)], stdout=subprocess.PIPE, text=True)
             assert sub.stdout.readline().strip() == "ready"
+            if stuck:
+                idle = subprocess.Popen([sys.executable, "-c", STUCK, f"tcp://127.0.0.1:{port}",
+                                         str(stuck)], stdout=subprocess.PIPE, text=True)
+                assert idle.stdout.readline().strip() == "ready"
             time.sleep(0.3)  # ZMQ's slow joiner
         s = kvpool.KVPoolStore()
         assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 0, "tcp", "", pool.master_address) == 0
@@ -67,8 +87,9 @@ def run(keys: int, events: bool) -> tuple[float, int]:
         received = int(sub.communicate(timeout=180)[0].strip()) if events else 0
         return rate, received
     finally:
-        if sub is not None and sub.poll() is None:
-            sub.kill()
+        for p in (sub, idle):
+            if p is not None and p.poll() is None:
+                p.kill()
         pool.stop()
 
 
@@ -76,11 +97,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--keys", type=int, default=40000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--stuck", type=int, default=0,
+                    help="with events on, this many more subscribers that never read")
     a = ap.parse_args()
     off, on = [], []
     for r in range(a.rounds):
         off.append(run(a.keys, False)[0])
-        rate, received = run(a.keys, True)
+        rate, received = run(a.keys, True, a.stuck)
         on.append(rate)
         print(f"round {r + 1}: off {off[-1]:,.0f} keys/s, on {rate:,.0f} keys/s "
               f"(subscriber got {received} of {a.keys} stored events)", flush=True)
