@@ -13,9 +13,10 @@
 // buffered in the range, then [-1, ""] (end). When part of the range is gone it first sends
 // [-2, "<reason>"]: vLLM's subscribers skip negative sequence numbers other than the end.
 //
-// A slow or dead subscriber never slows the master: PUB and ROUTER drop at their high-water
-// mark instead of waiting, and the queue in front of the thread is bounded (dropped events are
-// counted in /metrics).
+// A slow or dead subscriber never makes the master wait: PUB and ROUTER drop at their
+// high-water mark (10,000 batches per peer) instead of waiting, and the queue in front of the
+// thread is bounded (dropped events are counted in /metrics). Each subscriber still costs the
+// ZMQ I/O thread one send per batch (CPU; docs/benchmarks.md, "KV events cost").
 //
 // Threading: Start and Stop from one thread (the Master's owner); queue() from any thread.
 #pragma once
