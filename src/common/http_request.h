@@ -3,7 +3,7 @@
 //
 // kvpool keeps its own small parser instead of a library: the admin port answers GETs of a
 // path and a few parameters and one POST form, so a request is one bounded head (no chunked
-// bodies, no keep-alive, no upgrades); the whole path is ~100 lines that a fuzzer covers
+// bodies, no keep-alive, no upgrades); the whole path is ~130 lines that a fuzzer covers
 // (docs/security.md, "The HTTP admin port").
 //
 // Threading: every function is pure and thread-safe.
