@@ -74,8 +74,9 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 CC=clang CXX=clang++ run_suite "ASan+UBSan (clang, with the fuzz targets)" build-sanitize \
   -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DKVPOOL_SANITIZE=ON -DKVPOOL_FUZZ=ON \
   -DKVPOOL_BUILD_PYTHON=OFF
-# The KV events again from the ASan+UBSan master (the Python side from build/python): a leak
-# or an error in the publisher fails the run.
+# The KV events again from the ASan+UBSan master and node (the Python side from build/python):
+# a memory error or undefined behaviour aborts the master and fails the run (the processes are
+# killed at the end, so leaks are left to the CTest suite above).
 echo "=== kvpool tests: KV events from the ASan+UBSan master ==="
 PYTHONPATH="$PWD/build/python" KVPOOL_BINARY="$PWD/build-sanitize/src/tools/kvpool" \
   /usr/bin/python3 -m pytest -q -p no:cacheprovider python/tests/test_kv_events.py
