@@ -9,6 +9,7 @@ PKGS=(
   libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev libxxhash-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcpp-httplib-dev  # the master's HTTP admin server and `kvpool top` (top-level CMakeLists)
+  cppzmq-dev libmsgpack-cxx-dev  # the master's KV events (ZMQ PUB + msgpack; docs/operations.md)
   libhiredis-dev redis-server  # `kvpool bench --peers redis`: the Redis comparison
   etcd-server etcd-client  # master high availability: the masters' election (tests start a real etcd)
   libssl-dev openssl  # authentication (HMAC) and TLS; the openssl command makes test certificates
@@ -18,6 +19,8 @@ PKGS=(
   clang libclang-rt-14-dev  # the sanitizer test build and the fuzzers (libFuzzer's runtime)
   # The Python module (/usr/bin/python3) and its tests.
   python3-dev pybind11-dev python3-pybind11 python3-pytest python3-numpy
+  python3-zmq python3-msgpack  # kvpool.kv_events, the Python KV-events subscriber
+  chromium chromium-driver python3-selenium  # the status page's test in a real browser (headless)
 )
 # Installed when the distribution has them: the Python tests use torch tensors when present and
 # numpy arrays otherwise (Debian 12 ships python3-torch; other releases may not).

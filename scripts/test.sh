@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test: installs build dependencies (Debian packages), then
 #   1. an optimized build (gcc, build/, warnings are errors): the whole CTest suite, then the
-#      Python tests (pytest with /usr/bin/python3), with torch and again as on a machine
-#      without it, then the fleet smoke
+#      Python tests (pytest with /usr/bin/python3; the status page's in headless Chromium, its
+#      screenshot kept in build/artifacts/), with torch and again as on a machine without it,
+#      then the fleet smoke
 #      (scripts/fleet.py smoke: hosts in network namespaces, a partition and heal);
 #   2. a sanitizer build (clang, build-sanitize/: AddressSanitizer + UndefinedBehaviorSanitizer,
 #      with libFuzzer's coverage): the whole CTest suite again, then each fuzz target for
@@ -35,7 +36,9 @@ run_pytest() {  # NAME [ENV=VALUE...]
   shift
   echo "=== kvpool tests: Python, ${name} (pytest, optimized build) ==="
   local rc=0
-  env "$@" PYTHONPATH="$PWD/build/python" KVPOOL_BINARY="$PWD/build/src/tools/kvpool" \
+  # Artifacts (the status page's screenshot, test_status_page.py) land in build/artifacts.
+  env KVPOOL_ARTIFACTS_DIR="$PWD/build/artifacts" "$@" PYTHONPATH="$PWD/build/python" \
+    KVPOOL_BINARY="$PWD/build/src/tools/kvpool" \
     /usr/bin/python3 -m pytest -q -p no:cacheprovider python/tests || rc=$?
   if [ "$rc" -eq 5 ]; then  # pytest: no tests collected
     echo "pytest collected no tests: the Python suite is missing (python/tests)" >&2
@@ -72,6 +75,12 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 CC=clang CXX=clang++ run_suite "ASan+UBSan (clang, with the fuzz targets)" build-sanitize \
   -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DKVPOOL_SANITIZE=ON -DKVPOOL_FUZZ=ON \
   -DKVPOOL_BUILD_PYTHON=OFF
+# The KV events again from the ASan+UBSan master and node (the Python side from build/python):
+# a memory error or undefined behaviour aborts the master and fails the run (the processes are
+# killed at the end, so leaks are left to the CTest suite above).
+echo "=== kvpool tests: KV events from the ASan+UBSan master ==="
+PYTHONPATH="$PWD/build/python" KVPOOL_BINARY="$PWD/build-sanitize/src/tools/kvpool" \
+  /usr/bin/python3 -m pytest -q -p no:cacheprovider python/tests/test_kv_events.py
 # Fuzzing, in the same tree: a crash, leak or timeout fails the run (tests/fuzz/run.sh).
 FUZZ_SECONDS=${FUZZ_SECONDS:-15} FUZZ_JOBS=${jobs} FUZZ_BUILD_DIR=build-sanitize tests/fuzz/run.sh
 

@@ -8,6 +8,8 @@ when its fixture ends (and at interpreter exit, should a fixture not get to run)
 from __future__ import annotations
 
 import atexit
+import contextlib
+import shutil
 import os
 import pathlib
 import socket
@@ -55,6 +57,26 @@ def wait_for_port(port: int, timeout: float = 20.0) -> bool:
 
 
 _live: list = []
+
+
+@contextlib.contextmanager
+def etcd_server():
+    """A one-member etcd on free 127.0.0.1 ports; yields its client port. REQUIRES: etcd on PATH."""
+    data = tempfile.TemporaryDirectory(prefix="kvpool-py-etcd-")
+    client, peer = free_port(), free_port()
+    curl, purl = f"http://127.0.0.1:{client}", f"http://127.0.0.1:{peer}"
+    etcd = subprocess.Popen([shutil.which("etcd"), "--name", "t", "--data-dir", data.name + "/d",
+                             "--listen-client-urls", curl, "--advertise-client-urls", curl,
+                             "--listen-peer-urls", purl, "--initial-advertise-peer-urls", purl,
+                             "--initial-cluster", f"t={purl}", "--log-level", "warn"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert wait_for_port(client), "etcd did not start"
+        yield client
+    finally:
+        etcd.kill()
+        etcd.wait(timeout=10)
+        data.cleanup()
 
 
 @atexit.register

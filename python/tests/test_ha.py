@@ -4,14 +4,12 @@ unchanged. Skipped with a message when etcd is not installed (scripts/install-de
 it)."""
 
 import shutil
-import subprocess
-import tempfile
 import time
 
 import pytest
 
 import kvpool
-from conftest import Proc, free_port, wait_for_port
+from conftest import Proc, etcd_server, free_port, wait_for_port
 from kvpool import ErrorCode, KVPoolStore
 from kvpool.config import KVPoolStoreConfig
 
@@ -23,34 +21,23 @@ pytestmark = pytest.mark.skipif(ETCD is None, reason="etcd is not installed (apt
 @pytest.fixture
 def ha_pool():
     """A one-member etcd, one --enable_ha master and one node that knows only etcd://."""
-    data = tempfile.TemporaryDirectory(prefix="kvpool-py-etcd-")
-    client, peer = free_port(), free_port()
-    curl, purl = f"http://127.0.0.1:{client}", f"http://127.0.0.1:{peer}"
-    etcd = subprocess.Popen([ETCD, "--name", "t", "--data-dir", data.name + "/d",
-                             "--listen-client-urls", curl, "--advertise-client-urls", curl,
-                             "--listen-peer-urls", purl, "--initial-advertise-peer-urls", purl,
-                             "--initial-cluster", f"t={purl}", "--log-level", "warn"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     procs = []
-    try:
-        assert wait_for_port(client), "etcd did not start"
-        address = f"etcd://127.0.0.1:{client}/py"
-        master_port = free_port()
-        procs.append(Proc(["master", "--rpc_host", "127.0.0.1", "--rpc_port", str(master_port),
-                           "--metrics_port", "0", "--enable_ha", "true", "--etcd_endpoints",
-                           f"127.0.0.1:{client}", "--cluster_id", "py",
-                           "--ha_restore_wait_ms", "0"], "master"))
-        assert wait_for_port(master_port), procs[0].output()
-        procs.append(Proc(["node", "--host", "127.0.0.1", "--port", str(free_port()),
-                           "--master_server_address", address, "--global_segment_size", "32MB",
-                           "--log_level", "warn"], "node"))
-        yield address
-    finally:
-        for p in procs:
-            p.stop()
-        etcd.kill()
-        etcd.wait(timeout=10)
-        data.cleanup()
+    with etcd_server() as client:
+        try:
+            address = f"etcd://127.0.0.1:{client}/py"
+            master_port = free_port()
+            procs.append(Proc(["master", "--rpc_host", "127.0.0.1", "--rpc_port", str(master_port),
+                               "--metrics_port", "0", "--enable_ha", "true", "--etcd_endpoints",
+                               f"127.0.0.1:{client}", "--cluster_id", "py",
+                               "--ha_restore_wait_ms", "0"], "master"))
+            assert wait_for_port(master_port), procs[0].output()
+            procs.append(Proc(["node", "--host", "127.0.0.1", "--port", str(free_port()),
+                               "--master_server_address", address, "--global_segment_size", "32MB",
+                               "--log_level", "warn"], "node"))
+            yield address
+        finally:
+            for p in procs:
+                p.stop()
 
 
 def wait_for_segment(store):

@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/http_request.h"
+
 // asio's coroutine frames come from its own recycling operator new and go back through the
 // matching operator delete; gcc 12 cannot see that the two match (-Wmismatched-new-delete). A
 // false positive: silenced for this file only.
@@ -22,28 +24,13 @@
 namespace kvpool {
 // Named, not anonymous: a coroutine frame of HttpServer::Running holds one, and gcc warns
 // (-Wsubobject-linkage) when such a frame has a field of an internal-linkage type.
-namespace http_detail {
-
-// One parsed request head.
-struct Request {
-  std::string method;
-  std::string path;
-  HttpParams params;
-  size_t content_length = 0;
-  std::string authorization;
-  bool form = false;  // application/x-www-form-urlencoded body
-};
-
-}  // namespace http_detail
-
-using http_detail::Request;
+using Request = HttpRequest;
 
 namespace {
 
 constexpr auto kAsTuple = asio::experimental::as_tuple(asio::use_awaitable);
-// An admin request is a path and a few parameters: head and body are capped.
-constexpr size_t kMaxHeadBytes = 16 * 1024;
-constexpr size_t kMaxBodyBytes = 16 * 1024;
+constexpr size_t kMaxHeadBytes = kMaxHttpHeadBytes;
+constexpr size_t kMaxBodyBytes = kMaxHttpBodyBytes;
 
 const char* Reason(int status) {
   switch (status) {
@@ -100,20 +87,6 @@ HttpResponse Refuse(int status, std::string_view message) {
                                   status, Reason(status), escaped)};
 }
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
-
 // Equal in time that depends only on the lengths (the secret's length is not a secret).
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
@@ -123,107 +96,7 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-// Parses the head (request line and headers, without the final blank line). False: 400.
-bool ParseHead(std::string_view head, Request& req, std::string& error) {
-  size_t eol = head.find("\r\n");
-  std::string_view line = head.substr(0, eol);
-  size_t sp1 = line.find(' ');
-  size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-  if (sp2 == std::string_view::npos || line.substr(sp2 + 1).rfind("HTTP/1.", 0) != 0) {
-    error = "malformed request line";
-    return false;
-  }
-  req.method = std::string(line.substr(0, sp1));
-  std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  if (!ValidUrlEscapes(target)) {
-    error = "bad percent-escape in the URL: '%' must start two hex digits (write '%' as %25)";
-    return false;
-  }
-  size_t q = target.find('?');
-  req.path = UrlDecode(target.substr(0, q), /*plus_is_space=*/false);
-  if (q != std::string_view::npos) ParseUrlParams(target.substr(q + 1), req.params);
-  while (eol != std::string_view::npos) {
-    head.remove_prefix(eol + 2);
-    eol = head.find("\r\n");
-    std::string_view h = head.substr(0, eol);
-    if (h.empty()) continue;
-    size_t colon = h.find(':');
-    if (colon == std::string_view::npos) {
-      error = "malformed header line";
-      return false;
-    }
-    std::string_view name = h.substr(0, colon);
-    std::string_view value = Trim(h.substr(colon + 1));
-    if (EqualsIgnoreCase(name, "Content-Length")) {
-      size_t n = 0;
-      for (char c : value) {
-        if (c < '0' || c > '9' || n > kMaxBodyBytes) {
-          error = "bad Content-Length";
-          return false;
-        }
-        n = n * 10 + static_cast<size_t>(c - '0');
-      }
-      req.content_length = n;
-    } else if (EqualsIgnoreCase(name, "Transfer-Encoding")) {
-      error = "chunked bodies are not accepted";
-      return false;
-    } else if (EqualsIgnoreCase(name, "Authorization")) {
-      req.authorization = std::string(value);
-    } else if (EqualsIgnoreCase(name, "Content-Type")) {
-      req.form = value.rfind("application/x-www-form-urlencoded", 0) == 0;
-    }
-  }
-  return true;
-}
-
 }  // namespace
-
-std::string UrlDecode(std::string_view s, bool plus_is_space) {
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
-      out.push_back(static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2])));
-      i += 2;
-    } else if (s[i] == '+' && plus_is_space) {
-      out.push_back(' ');
-    } else {
-      out.push_back(s[i]);
-    }
-  }
-  return out;
-}
-
-bool ValidUrlEscapes(std::string_view s) {
-  auto hex = [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; };
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '%') continue;
-    if (i + 2 >= s.size() || !hex(s[i + 1]) || !hex(s[i + 2])) return false;
-    i += 2;
-  }
-  return true;
-}
-
-void ParseUrlParams(std::string_view query, HttpParams& out) {
-  while (!query.empty()) {
-    size_t amp = query.find('&');
-    std::string_view pair = query.substr(0, amp);
-    if (!pair.empty()) {
-      size_t eq = pair.find('=');
-      std::string_view key = pair.substr(0, eq);
-      std::string_view value = eq == std::string_view::npos ? "" : pair.substr(eq + 1);
-      out.emplace(UrlDecode(key, true), UrlDecode(value, true));
-    }
-    if (amp == std::string_view::npos) break;
-    query.remove_prefix(amp + 1);
-  }
-}
 
 // Everything one Start..Stop owns. Connections live on the I/O thread; handlers run on the pool.
 struct HttpServer::Running {
@@ -326,9 +199,8 @@ asio::awaitable<HttpResponse> HttpServer::Running::Answer(Conn& conn) {
   }
   if (ec) co_return HttpResponse{0, "", ""};
   Request req;
-  std::string error;
-  if (!ParseHead(std::string_view(buf).substr(0, n - 2), req, error)) {
-    co_return Refuse(400, error);
+  if (Status st = ParseHttpHead(std::string_view(buf).substr(0, n - 2), &req); !st.ok()) {
+    co_return Refuse(400, st.message());
   }
   if (req.content_length > kMaxBodyBytes) co_return Refuse(413, "request body over 16 KiB");
   std::string body = buf.substr(n);
@@ -340,12 +212,7 @@ asio::awaitable<HttpResponse> HttpServer::Running::Answer(Conn& conn) {
     if (bec) co_return HttpResponse{0, "", ""};
   }
   body.resize(req.content_length);
-  if (req.form) {
-    if (!ValidUrlEscapes(body)) {
-      co_return Refuse(400, "bad percent-escape in the form body: '%' must start two hex digits");
-    }
-    ParseUrlParams(body, req.params);
-  }
+  if (Status st = ParseHttpForm(body, &req); !st.ok()) co_return Refuse(400, st.message());
   conn.reading = false;
   // The handler runs on the pool; the connection waits without holding the I/O thread.
   co_await asio::post(pool, asio::use_awaitable);
@@ -357,7 +224,15 @@ asio::awaitable<HttpResponse> HttpServer::Running::Answer(Conn& conn) {
 HttpResponse HttpServer::Running::Dispatch(const Request& req) const {
   const HttpHandlers& h = owner.handlers_;
   try {
-    if (req.method == "GET") return h.get(req.path, req.params);
+    if (req.method == "GET") {
+      const bool secret =
+          !h.post_secret.empty() && std::find(h.secret_get_paths.begin(), h.secret_get_paths.end(),
+                                              req.path) != h.secret_get_paths.end();
+      if (secret && !ConstantTimeEquals(req.authorization, "Bearer " + h.post_secret)) {
+        return Refuse(401, "this endpoint needs \"Authorization: Bearer <pool secret>\"");
+      }
+      return h.get(req.path, req.params);
+    }
     if (req.method != "POST" || !h.post) {
       HttpResponse r = Refuse(405, fmt::format("method {} not allowed", req.method.substr(0, 16)));
       r.allow = h.post ? "GET, POST" : "GET";

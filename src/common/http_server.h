@@ -30,7 +30,9 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "common/http_request.h"
 #include "kvpool/status.h"
 
 namespace kvpool {
@@ -42,7 +44,6 @@ struct HttpResponse {
   std::string allow{};  // a 405's "Allow" header: the methods the path takes ("POST")
 };
 
-using HttpParams = std::multimap<std::string, std::string>;
 // Answers one request: its path ("/metrics") and query (or form) parameters, URL-decoded.
 using HttpHandler = std::function<HttpResponse(std::string_view path, const HttpParams& params)>;
 
@@ -54,6 +55,9 @@ struct HttpHandlers {
   std::string post_disabled_reason = "writes are disabled on this server";
   // When set, a POST must carry "Authorization: Bearer <post_secret>"; otherwise it answers 401.
   std::string post_secret;
+  // GETs of these paths need the same "Authorization: Bearer <post_secret>" when it is set (the
+  // status page's data); other GETs stay open (Prometheus scrapes /metrics without one).
+  std::vector<std::string> secret_get_paths;
 };
 
 struct HttpLimits {
@@ -91,14 +95,5 @@ class HttpServer {
   std::unique_ptr<Running> running_;
   uint16_t bound_port_ = 0;
 };
-
-// Decodes %XX escapes (and '+' as a space when `plus_is_space`, as in a query). Malformed
-// escapes are kept as they are.
-std::string UrlDecode(std::string_view s, bool plus_is_space);
-// True when every '%' in `s` starts an escape of two hex digits (what UrlDecode decodes; the
-// server answers 400 to a request whose URL or form body has another).
-bool ValidUrlEscapes(std::string_view s);
-// Splits "a=1&b=%41" into URL-decoded pairs, appended to `out`.
-void ParseUrlParams(std::string_view query, HttpParams& out);
 
 }  // namespace kvpool

@@ -199,6 +199,80 @@ TEST(HttpServerTest, OversizedOrMalformedRequestsAreRefused) {
   ::close(fd);
 }
 
+// Reads what the server answers on `fd` until it closes the connection (or 5 s pass).
+std::string ReadAll(int fd) {
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof(buf), 0)) > 0;) out.append(buf, n);
+  return out;
+}
+
+// Pipelined requests: the first is answered, "Connection: close", and nothing after it runs.
+TEST(HttpServerTest, PipelinedRequestsGetOneAnswerAndAClose) {
+  std::atomic<int> calls{0};
+  HttpHandlers h = EchoHandlers(false);
+  h.get = [&calls](std::string_view path, const HttpParams&) {
+    ++calls;
+    return HttpResponse{200, "text/plain", "GET " + std::string(path)};
+  };
+  HttpServer server("test", "127.0.0.1", 0, h);
+  ASSERT_TRUE(server.Start().ok());
+  int fd = rpc::RawLoopbackSocket(server.port());
+  const std::string two = "GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\n";
+  ASSERT_EQ(::write(fd, two.data(), two.size()), static_cast<ssize_t>(two.size()));
+  std::string answer = ReadAll(fd);
+  ::close(fd);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
+  EXPECT_NE(answer.find("Connection: close"), std::string::npos);
+  EXPECT_NE(answer.find("GET /a"), std::string::npos);
+  EXPECT_EQ(answer.find("GET /b"), std::string::npos);
+  EXPECT_EQ(calls.load(), 1);
+}
+
+// Chunked bodies are refused with a 400 that says so (no request smuggling through them).
+TEST(HttpServerTest, ChunkedRequestsAreRefused) {
+  HttpServer server("test", "127.0.0.1", 0, EchoHandlers(true));
+  ASSERT_TRUE(server.Start().ok());
+  int fd = rpc::RawLoopbackSocket(server.port());
+  const std::string req =
+      "POST /drain HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+  ASSERT_GT(::write(fd, req.data(), req.size()), 0);
+  std::string answer = ReadAll(fd);
+  ::close(fd);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 400", 0), 0u) << answer;
+  EXPECT_NE(answer.find("chunked"), std::string::npos);
+}
+
+// A 100 MB header: the server stops reading at 16 KiB, answers 431 and closes; other clients
+// are answered throughout.
+TEST(HttpServerTest, AHundredMegabyteHeaderIsCutOffAndOthersAreServed) {
+  HttpServer server("test", "127.0.0.1", 0, EchoHandlers(false));
+  ASSERT_TRUE(server.Start().ok());
+  int fd = rpc::RawLoopbackSocket(server.port());
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  std::thread flood([fd] {
+    std::string head = "GET /health HTTP/1.1\r\nX-Big: ";
+    (void)::send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+    const std::string chunk(1 << 20, 'a');
+    for (int i = 0; i < 100; ++i) {
+      if (::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL) <= 0) break;  // cut off
+    }
+  });
+  auto c = ClientFor(server);
+  auto r = c.Get("/metrics");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  flood.join();
+  std::string answer = ReadAll(fd);
+  ::close(fd);
+  if (!answer.empty()) {
+    EXPECT_EQ(answer.rfind("HTTP/1.1 431", 0), 0u) << answer.substr(0, 80);
+  }
+}
+
 TEST(HttpServerTest, FormBodyParametersReachTheHandler) {
   HttpHandlers h = EchoHandlers(false);
   h.post = [](std::string_view path, const HttpParams& params) {
@@ -243,6 +317,25 @@ TEST(HttpServerTest, PostNeedsTheSecretAndCanBeDisabled) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 403);
   EXPECT_NE(r->body.find("writes are off (--admin_writes=false)"), std::string::npos) << r->body;
+}
+
+// GETs of secret_get_paths need the secret (the status page's data); other GETs do not.
+TEST(HttpServerTest, SecretGetPathsNeedTheSecret) {
+  HttpHandlers h = EchoHandlers(false);
+  h.post_secret = "s3cret";
+  h.secret_get_paths = {"/status.json"};
+  HttpServer server("test", "127.0.0.1", 0, h);
+  ASSERT_TRUE(server.Start().ok());
+  auto c = ClientFor(server);
+  EXPECT_EQ(c.Get("/status.json")->status, 401);
+  EXPECT_EQ(c.Get("/status.json", {{"Authorization", "Bearer nope"}})->status, 401);
+  EXPECT_EQ(c.Get("/status.json", {{"Authorization", "Bearer s3cret"}})->status, 200);
+  EXPECT_EQ(c.Get("/metrics")->status, 200);
+  // Without a secret nothing is asked.
+  h.post_secret.clear();
+  HttpServer open("test", "127.0.0.1", 0, h);
+  ASSERT_TRUE(open.Start().ok());
+  EXPECT_EQ(ClientFor(open).Get("/status.json")->status, 200);
 }
 
 TEST(UrlDecodeTest, EscapesPlusAndMalformed) {

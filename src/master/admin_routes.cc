@@ -8,6 +8,7 @@
 #include "common/keys.h"
 #include "common/metrics.h"
 #include "common/tenant_key.h"
+#include "master/status_page_html.h"
 
 namespace kvpool::master {
 namespace {
@@ -118,8 +119,9 @@ std::string InTenant(const AdminRoutes::Params& params, std::string_view key) {
 }  // namespace
 
 const std::vector<std::string_view>& AdminRoutes::Paths() {
-  static const std::vector<std::string_view> paths = {
-      "/health", "/metrics", "/segments", "/objects", "/object", "/clients", "/tenants"};
+  static const std::vector<std::string_view> paths = {"/health",  "/metrics",    "/segments",
+                                                      "/objects", "/object",     "/clients",
+                                                      "/tenants", "/status.json"};
   return paths;
 }
 
@@ -139,11 +141,8 @@ AdminResponse AdminRoutes::Get(std::string_view path, const Params& params) cons
   if (path == "/object") return ObjectDetail(params);
   if (path == "/clients") return Clients();
   if (path == "/tenants") return Tenants();
-  if (path == "/") {
-    std::string body = "kvpool master admin endpoints:\n";
-    for (std::string_view p : Paths()) body += fmt::format("  {}\n", p);
-    return {200, "text/plain", body};
-  }
+  if (path == "/") return StatusPage();
+  if (path == "/status.json") return StatusJson();
   return {404, "text/plain",
           fmt::format("no such endpoint; try one of /health /metrics "
                       "/segments /objects /object /clients /tenants\n")};
@@ -201,16 +200,20 @@ AdminResponse AdminRoutes::Metrics() const {
                  v.role == "leader" ? 1.0 : 0.0);
     text += w.Take();
   }
+  if (extra_metrics_) text += extra_metrics_();
   return {200, "text/plain; version=0.0.4; charset=utf-8", std::move(text)};
 }
 
-AdminResponse AdminRoutes::Segments() const {
-  rpc::StatReply s = core_->Stat();
+namespace {
+
+// Every mounted segment, as /segments and /status.json list them.
+json SegmentsJson(const rpc::StatReply& s) {
   json segments = json::array();
   for (const rpc::SegmentInfo& seg : s.segments()) {
     segments.push_back({{"name", seg.segment_name()},
                         {"endpoint", seg.endpoint()},
                         {"client_id", seg.client_id()},
+                        {"tier", seg.tier() == kTierDram ? "DRAM" : "DISK"},
                         {"capacity_bytes", seg.size()},
                         {"used_bytes", seg.used()},
                         {"objects", seg.object_count()},
@@ -220,7 +223,14 @@ AdminResponse AdminRoutes::Segments() const {
                         {"last_unreachable_by", seg.last_unreachable_by()},
                         {"last_unreachable_unix_ms", seg.last_unreachable_unix_ms()}});
   }
-  return Json({{"segments", std::move(segments)},
+  return segments;
+}
+
+}  // namespace
+
+AdminResponse AdminRoutes::Segments() const {
+  rpc::StatReply s = core_->Stat();
+  return Json({{"segments", SegmentsJson(s)},
                {"capacity_bytes", s.capacity()},
                {"used_bytes", s.used()},
                {"objects", s.object_count()},
@@ -312,6 +322,53 @@ AdminResponse AdminRoutes::Clients() const {
                        {"segments", c.segments}});
   }
   return Json({{"clients", std::move(clients)}});
+}
+
+// The status page (docs/operations.md, "Status page"): compiled in from status_page.html.
+AdminResponse AdminRoutes::StatusPage() const {
+  AdminResponse r{200, "text/html; charset=utf-8", std::string(kStatusPageHtml)};
+  return r;
+}
+
+AdminResponse AdminRoutes::StatusJson() const {
+  rpc::StatReply s = core_->Stat();
+  HaView ha = ha_view_ ? ha_view_() : HaView{"single", 0, "", ""};
+  auto method = [this](MetricMethod m) {
+    return json{{"requests", metrics_->requests(m)},
+                {"keys", metrics_->keys(m)},
+                {"found", metrics_->found(m)}};
+  };
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  json j = {
+      {"time", now},
+      {"start_time", start_unix_seconds_},
+      // Hex, as the logs show it (a JSON number loses a 64-bit epoch's low digits in JS).
+      {"master_epoch", fmt::format("{:016x}", s.master_epoch())},
+      {"ha",
+       {{"role", ha.role}, {"epoch", ha.epoch}, {"leader", ha.leader}, {"cluster", ha.cluster}}},
+      {"capacity_bytes", s.capacity()},
+      {"used_bytes", s.used()},
+      {"disk_capacity_bytes", s.disk_capacity()},
+      {"disk_used_bytes", s.disk_used()},
+      {"objects", s.object_count()},
+      {"clients", s.client_count()},
+      {"leases_held", s.leases_held()},
+      {"bytes_leased", s.bytes_leased()},
+      {"evicted_objects", s.evicted_total()},
+      {"refused",
+       {{"leased_or_pinned", s.refused_leased_or_pinned()},
+        {"tenant_quota", s.refused_tenant_quota()},
+        {"no_segment", s.refused_no_segment()},
+        {"offload_pending", s.refused_offload_pending()}}},
+      // put: keys given space at put start; get: keys located (found) by get_replica_list.
+      {"put", method(MetricMethod::kPutStart)},
+      {"get", method(MetricMethod::kGetReplicaList)},
+      {"exists", method(MetricMethod::kExists)},
+      {"remove", method(MetricMethod::kRemove)},
+      {"segments", SegmentsJson(s)},
+  };
+  return Json(j);
 }
 
 }  // namespace kvpool::master

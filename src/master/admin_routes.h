@@ -10,6 +10,9 @@
 //   /object?key=K (or key_hex=HEX)   JSON: one object's size, state, replicas and lease
 //   /clients                         JSON: clients and nodes heard from within --client_ttl
 //   /tenants                         JSON: per tenant, replica bytes, objects and quota
+//   /                                HTML: the status page (polls /status.json)
+//   /status.json                     JSON: what the status page shows; with a pool secret the
+//                                    HTTP server asks for it first (Authorization: Bearer)
 //   POST /drain?segment=NAME[&undo=1] JSON: the segment takes no new replicas (or again); undo
 //                                    is one of true/false/yes/no/1/0 (anything else: 400).
 //                                    The HTTP server asks for the pool secret first when one is
@@ -55,6 +58,9 @@ class AdminRoutes {
   // With HA: /health and /metrics show what `view` returns (role, epoch, leader). Call before
   // serving.
   void SetHaView(std::function<HaView()> view) { ha_view_ = std::move(view); }
+  // More Prometheus text appended to /metrics (the KV-event publisher's counters). Call before
+  // serving; `extra` must be thread-safe.
+  void SetExtraMetrics(std::function<std::string()> extra) { extra_metrics_ = std::move(extra); }
 
   // Answers GET `path` with query `params` (already URL-decoded).
   AdminResponse Get(std::string_view path, const Params& params) const;
@@ -71,12 +77,16 @@ class AdminRoutes {
   AdminResponse ObjectList(const Params& params) const;
   AdminResponse ObjectDetail(const Params& params) const;
   AdminResponse Clients() const;
+  // The status page (status_routes.cc): "/" and the JSON it polls.
+  AdminResponse StatusPage() const;
+  AdminResponse StatusJson() const;
 
   MasterCore* const core_;
   const MasterMetrics* const metrics_;
   const double start_unix_seconds_;
   const ClockFn clock_;
-  std::function<HaView()> ha_view_;  // empty without HA
+  std::function<HaView()> ha_view_;             // empty without HA
+  std::function<std::string()> extra_metrics_;  // empty: none
 };
 
 }  // namespace kvpool::master

@@ -46,7 +46,8 @@ ObjectPtr WithReplicas(const Object& o, std::span<const ReplicaRef> replicas) {
   return c;
 }
 
-bool Evictor::EvictObject(ObjectTable::Shard& shard, Object* o) {
+bool Evictor::EvictObject(ObjectTable::Shard& shard, Object* o, KvRemoval why) {
+  RecordRemoved(events_, o->key(), /*dram=*/true, /*disk=*/false, why);
   if (!HasTier(o->replicas(), kTierDisk)) {
     for (const ReplicaRef& rep : o->replicas()) registry_->Free(rep, o->size);
     shard.Erase(o);
@@ -163,7 +164,7 @@ EvictionResult Evictor::EvictFromShard(ObjectTable::Shard& shard, uint64_t quota
     r.bytes += CountedBytes(*o, pass);
     SPDLOG_DEBUG("evicted key={} size={}", o->key(), o->size);
     if ((o->flags & kGrouped) != 0) groups->push_back(table_->groups().GroupOf(o->key()));
-    EvictObject(shard, o);
+    EvictObject(shard, o, pass.why);
     ++r.objects;
   }
   return r;
@@ -186,7 +187,7 @@ EvictionResult Evictor::EvictGroups(std::vector<std::string>* groups, const Pass
       if (!HasTier(o->replicas(), kTierDram)) continue;  // demoted already: the disk's
       r.bytes += CountedBytes(*o, pass);
       SPDLOG_DEBUG("evicted key={} size={} (its group)", o->key(), o->size);
-      EvictObject(*shard, o);
+      EvictObject(*shard, o, pass.why);
       ++r.objects;
     }
   }
@@ -232,7 +233,7 @@ EvictionResult Evictor::EvictClass(const Pass& pass, uint64_t target) {
 
 EvictionResult Evictor::Evict(uint64_t target_bytes, std::optional<uint64_t> segment,
                               int64_t now_ns, std::optional<std::string_view> tenant,
-                              int64_t min_idle_ns, bool young_too) {
+                              int64_t min_idle_ns, bool young_too, KvRemoval why) {
   std::lock_guard serial(mu_);
   EvictionResult total;
   const int64_t idle_cutoff =
@@ -259,6 +260,7 @@ EvictionResult Evictor::Evict(uint64_t target_bytes, std::optional<uint64_t> seg
       for (const Class& c : classes) {
         if (total.bytes >= target_bytes) break;
         Pass pass{soft, segment, now_ns, tenant, c.asked, c.idle_at_most_ns, on_disk};
+        pass.why = why;
         if (!disk_backed.empty()) {
           pass.offload_after_ns = now_ns - offload_wait_ns_;
           pass.disk_backed = &disk_backed;

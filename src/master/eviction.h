@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "master/kv_events.h"
 #include "master/object_table.h"
 #include "master/segment_registry.h"
 
@@ -68,9 +69,13 @@ class Evictor {
   // When a disk tier is mounted (and no `tenant` is given), objects with a disk replica go
   // before any without: evicting them only demotes them (still readable, from disk), while an
   // object not yet copied to disk would be lost.
+  // `why`: the reason KV events give for what it evicts (master/kv_events.h).
   EvictionResult Evict(uint64_t target_bytes, std::optional<uint64_t> segment, int64_t now_ns,
                        std::optional<std::string_view> tenant = std::nullopt,
-                       int64_t min_idle_ns = 0, bool young_too = true);
+                       int64_t min_idle_ns = 0, bool young_too = true,
+                       KvRemoval why = KvRemoval::kEvictedPut);
+  // Where evictions are recorded as KV events (null: off). REQUIRES: called before any Evict.
+  void SetKvEvents(KvEventQueue* events) { events_ = events; }
 
   // Objects evicted since construction.
   uint64_t evicted_total() const { return evicted_total_.load(std::memory_order_relaxed); }
@@ -95,6 +100,7 @@ class Evictor {
     // Objects not on disk, accessed after this, on one of these segments (ascending) are spared.
     int64_t offload_after_ns = std::numeric_limits<int64_t>::max();
     const std::vector<uint64_t>* disk_backed = nullptr;
+    KvRemoval why = KvRemoval::kEvictedPut;
   };
   // True when `o` is spared under `pass`'s offload wait.
   bool OffloadPending(const Object& o, const Pass& pass) const;
@@ -119,11 +125,12 @@ class Evictor {
   uint64_t CountedBytes(const Object& o, const Pass& pass) const;
   // Frees `o`'s DRAM replicas. An object with a disk-tier replica stays with that one alone
   // (demoted; returns false); any other is erased (returns true). REQUIRES: o is in `shard`.
-  bool EvictObject(ObjectTable::Shard& shard, Object* o);
+  bool EvictObject(ObjectTable::Shard& shard, Object* o, KvRemoval why);
 
   ObjectTable* const table_;
   SegmentRegistry* const registry_;
   const int64_t offload_wait_ns_;
+  KvEventQueue* events_ = nullptr;        // set before use, then read-only
   std::mutex mu_;                         // serialises evictions
   mutable uint64_t offload_pending_ = 0;  // guarded by mu_: spared in the running Evict
   std::atomic<uint64_t> evicted_total_{0};

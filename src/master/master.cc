@@ -91,6 +91,11 @@ Master::Master(const MasterOptions& options)
                                                 : static_cast<rpc::Service*>(&service_))),
       routes_(&core_, &service_.metrics(), UnixNow()) {
   if (election_ != nullptr) routes_.SetHaView([this] { return ha_view(); });
+  if (!options.kv_events.endpoint.empty()) {
+    events_ = std::make_unique<KvEventPublisher>(options.kv_events);
+    core_.SetKvEvents(events_->queue());
+    routes_.SetExtraMetrics([this] { return events_->RenderMetrics(); });
+  }
   if (options.enable_http_admin) {
     HttpHandlers handlers;
     handlers.get = [this](std::string_view path, const HttpParams& params) {
@@ -103,6 +108,7 @@ Master::Master(const MasterOptions& options)
     handlers.post_disabled_reason =
         "admin writes are disabled on this master (--admin_writes=false)";
     handlers.post_secret = options.security.auth_secret;  // "" without a secret
+    handlers.secret_get_paths = {"/status.json"};         // what the status page shows
     http_ = std::make_unique<HttpServer>("master http admin", MetricsHostOf(options),
                                          static_cast<uint16_t>(options.metrics_port),
                                          std::move(handlers));
@@ -124,11 +130,16 @@ Status Master::Start(std::function<void()> on_lost_leadership) {
     }
     started_ = true;
   }
-  // HTTP first: it can be stopped and started again should the RPC port be taken.
-  Status st = http_ != nullptr ? http_->Start() : Status::Ok();
+  // Events and HTTP first: they can be stopped and started again should the RPC port be taken.
+  Status st = events_ != nullptr ? events_->Start() : Status::Ok();
+  if (st.ok() && http_ != nullptr) {
+    st = http_->Start();
+    if (!st.ok() && events_ != nullptr) events_->Stop();
+  }
   if (st.ok()) {
     st = server_->Start();
     if (!st.ok() && http_ != nullptr) http_->Stop();
+    if (!st.ok() && events_ != nullptr) events_->Stop();
   }
   if (st.ok() && election_ != nullptr) {
     // Serving answers NOT_LEADER until the election says otherwise.
@@ -141,6 +152,7 @@ Status Master::Start(std::function<void()> on_lost_leadership) {
     if (!st.ok()) {
       server_->Stop();
       if (http_ != nullptr) http_->Stop();
+      if (events_ != nullptr) events_->Stop();
     }
   }
   if (!st.ok()) {
@@ -175,6 +187,7 @@ void Master::Stop() {
   if (http_ != nullptr) http_->Stop();
   if (housekeeper_.joinable()) housekeeper_.join();
   server_->Stop();
+  if (events_ != nullptr) events_->Stop();  // last: what the others recorded is published
 }
 
 void Master::HousekeepingLoop() {
@@ -204,6 +217,12 @@ void LogStarted(const MasterOptions& options, Master& master) {
         "kvpool master http admin on {}:{} (/metrics /health /segments /objects "
         "/object /clients)",
         MetricsHostOf(options), master.http_port());
+  }
+  if (!options.kv_events.endpoint.empty()) {
+    spdlog::info(
+        "kvpool master kv events on {} topic={} replay={}", options.kv_events.endpoint,
+        options.kv_events.topic,
+        options.kv_events.replay_endpoint.empty() ? "off" : options.kv_events.replay_endpoint);
   }
   if (options.enable_ha) {
     HaView v = master.ha_view();

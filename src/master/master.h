@@ -13,6 +13,7 @@
 #include "kvpool/status.h"
 #include "master/admin_routes.h"
 #include "master/ha_service.h"
+#include "master/kv_event_publisher.h"
 #include "master/leader_election.h"
 #include "master/master_core.h"
 #include "master/master_options.h"
@@ -69,6 +70,9 @@ class Master {
   std::unique_ptr<rpc::Server> server_;
   AdminRoutes routes_;
   std::unique_ptr<HttpServer> http_;  // null unless enable_http_admin
+  // Null unless --kv_events_endpoint. Declared after core_: destroyed first, after Stop has
+  // stopped everything that records into its queue.
+  std::unique_ptr<KvEventPublisher> events_;
   std::thread housekeeper_;
   std::mutex mu_;
   std::condition_variable cv_;

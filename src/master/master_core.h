@@ -31,6 +31,7 @@
 #include "kvpool/status.h"
 #include "master/client_registry.h"
 #include "master/eviction.h"
+#include "master/kv_events.h"
 #include "master/lease_table.h"
 #include "master/master_options.h"
 #include "master/object_table.h"
@@ -109,6 +110,13 @@ class MasterCore {
   MasterCore& operator=(const MasterCore&) = delete;
 
   uint64_t epoch() const { return epoch_; }
+  // Where objects stored, removed, evicted and moved between tiers are recorded as KV events
+  // (master/kv_events.h); null (the default) records nothing. `events` must outlive the core.
+  // REQUIRES: called before the core serves any request.
+  void SetKvEvents(KvEventQueue* events) {
+    events_ = events;
+    evictor_.SetKvEvents(events);
+  }
   const MasterOptions& options() const { return options_; }
 
   // Records the client as alive; client_known is false the first time this process hears a
@@ -345,6 +353,11 @@ class MasterCore {
                         std::string_view missing, ErrorCode* code, std::string* msg);
   ErrorCode RemoveOne(std::string_view key, bool force, int64_t now_ns, std::string* msg);
   void FreeReplicas(const Object& o);
+  // KV events: `o` leaves every medium it is on.
+  void RecordRemovedObject(const Object& o, KvRemoval why) {
+    RecordRemoved(events_, o.key(), HasTier(o.replicas(), kTierDram),
+                  HasTier(o.replicas(), kTierDisk), why);
+  }
   // The space of a put that did not complete (revoked, or its writer declared dead): bytes the
   // writer sent may still be on their way (a TCP retransmission after a partition heals, a
   // packet held in a queue), so it is handed out again only at put start +
@@ -408,6 +421,7 @@ class MasterCore {
   Evictor evictor_;
   LeaseTable leases_;
   std::array<std::atomic<uint64_t>, kRefusalReasons> refused_{};
+  KvEventQueue* events_ = nullptr;  // set before serving, then read-only
   std::mutex restore_mu_;
   // Object lists of segments whose re-registration is still arriving, by segment name.
   struct StagedRestore {

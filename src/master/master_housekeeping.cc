@@ -47,7 +47,12 @@ size_t MasterCore::DropReplicasAndWriters(const std::vector<uint64_t>& segments,
         FreeUnfinishedPut(o, now_ns);  // replicas on unmounted segments are ignored by Free
         return true;
       }
+      // Only a medium the object no longer has anywhere is reported gone.
+      const bool had_dram = HasTier(o.replicas(), kTierDram);
+      const bool had_disk = HasTier(o.replicas(), kTierDisk);
       o.DropReplicasIf([&](const ReplicaRef& r) { return Contains(segments, r.segment_id); });
+      RecordRemoved(events_, o.key(), had_dram && !HasTier(o.replicas(), kTierDram),
+                    had_disk && !HasTier(o.replicas(), kTierDisk), KvRemoval::kDropped);
       return o.replicas().empty();
     });
   }
@@ -106,7 +111,7 @@ EvictionResult MasterCore::WatermarkEviction(int64_t now_ns) {
     EvictionResult r = evictor_.Evict(
         target, segment, now_ns, std::nullopt,
         std::chrono::duration_cast<std::chrono::nanoseconds>(options_.eviction_min_age).count(),
-        /*young_too=*/false);
+        /*young_too=*/false, KvRemoval::kEvictedWatermark);
     total.objects += r.objects;
     total.bytes += r.bytes;
     if (r.bytes < target) short_of_target = true;

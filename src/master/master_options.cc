@@ -95,6 +95,21 @@ void AddMasterFlags(CLI::App& app, MasterOptions& o) {
       ->capture_default_str();
   app.add_option("--metrics_host", o.metrics_host,
                  "address the HTTP admin server binds (default: --rpc_host)");
+  app.add_option("--kv_events_endpoint", o.kv_events.endpoint,
+                 "ZMQ endpoint to publish KV events on, e.g. tcp://*:5557 (default: off)");
+  app.add_option("--kv_events_replay_endpoint", o.kv_events.replay_endpoint,
+                 "ZMQ endpoint serving replays of recent KV event batches, e.g. tcp://*:5558");
+  app.add_option("--kv_events_topic", o.kv_events.topic, "topic of the KV event batches")
+      ->capture_default_str();
+  app.add_option("--kv_events_queue_size", o.kv_events.queue_capacity,
+                 "KV events waiting to be published before new ones are dropped")
+      ->capture_default_str();
+  app.add_option("--kv_events_replay_buffer", o.kv_events.replay_batches,
+                 "KV event batches kept for replay")
+      ->capture_default_str();
+  app.add_option("--kv_events_block_size", o.kv_events.block_size,
+                 "block_size of BlockStored events: the engine's tokens per block (0: unknown)")
+      ->capture_default_str();
   app.add_option("--placement_strategy", o.placement_strategy,
                  "where replicas go: random, free_ratio_first or local_first")
       ->capture_default_str();
@@ -240,6 +255,16 @@ Status ValidateMasterOptions(const MasterOptions& o) {
   if (!ParsePlacementStrategy(o.placement_strategy).ok()) {
     return Bad("placement_strategy", o.placement_strategy,
                "random, free_ratio_first or local_first");
+  }
+  if (o.kv_events.endpoint.empty() && !o.kv_events.replay_endpoint.empty()) {
+    return Bad("kv_events_replay_endpoint", o.kv_events.replay_endpoint,
+               "no replay endpoint without --kv_events_endpoint");
+  }
+  if (o.kv_events.queue_capacity < 1 || o.kv_events.queue_capacity > 10'000'000) {
+    return Bad("kv_events_queue_size", std::to_string(o.kv_events.queue_capacity), "1..10000000");
+  }
+  if (o.kv_events.replay_batches > 1'000'000) {
+    return Bad("kv_events_replay_buffer", std::to_string(o.kv_events.replay_batches), "0..1000000");
   }
   KVPOOL_RETURN_IF_ERROR(rpc::ValidateTls(o.security, /*also_client=*/false));
   KVPOOL_RETURN_IF_ERROR(ValidateHaOptions(o));

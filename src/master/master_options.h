@@ -12,6 +12,7 @@
 #include "common/config_file.h"
 #include "common/time.h"
 #include "kvpool/status.h"
+#include "master/kv_events.h"
 #include "rpc/security_options.h"
 
 namespace CLI {
@@ -117,6 +118,16 @@ struct MasterOptions {
   int ha_lease_ttl_sec = 3;
   int ha_restore_wait_ms = 2000;
   std::string ha_advertise_host;
+  // KV events for cache-aware routers (docs/operations.md, "KV events"), off by default.
+  // --kv_events_endpoint: ZMQ endpoint the PUB socket binds ("tcp://*:5557"); "" (default) off.
+  // --kv_events_replay_endpoint: ZMQ endpoint of the ROUTER replay socket; "" (default) none.
+  // --kv_events_topic: topic of every batch (evictions and drops add a suffix); default
+  //   "kvpool". --kv_events_queue_size: events waiting for the publisher thread before new ones
+  //   are dropped (counted); default 100000, range 1..10000000. --kv_events_replay_buffer:
+  //   batches kept for replay; default 10000, range 0..1000000. --kv_events_block_size:
+  //   BlockStored.block_size, the engine's tokens per block (kvpool never sees tokens);
+  //   default 0 (unknown).
+  KvEventOptions kv_events;
   // --config FILE and which flags it set (common/config_file.h), for messages naming the line.
   ConfigSource config_source;
   // How often the housekeeping thread expires clients, reclaims reservations and checks the

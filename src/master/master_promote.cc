@@ -110,6 +110,7 @@ ErrorCode MasterCore::PromoteCommit(const rpc::StoredObject& so, uint64_t segmen
       shard->Insert(std::move(merged));
       // The host lists it with its DRAM objects (a master restart keeps it).
       registry_.RecordCommit(rp.ref, rp.key, rp.size, checksum, pins);
+      RecordStored(events_, rp.key, KvMedium::kDram);  // back on DRAM (it stays on disk too)
       promoted_total_.fetch_add(1, std::memory_order_relaxed);
       return ErrorCode::OK;
     }

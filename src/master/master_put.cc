@@ -134,7 +134,7 @@ rpc::PutStartResult MasterCore::PutOne(const rpc::PutItem& item, const PutContex
       // another tenant's), once, then give up.
       if (attempt > 0) break;
       evictor_.Evict(over_quota, std::nullopt, ctx.now_ns, tenant, Nanos(options_.eviction_min_age),
-                     /*young_too=*/true);
+                     /*young_too=*/true, KvRemoval::kEvictedTenantQuota);
       continue;
     }
     // No space. Evict (outside the shard lock: eviction takes every shard's) and retry once,
@@ -256,6 +256,8 @@ bool MasterCore::ResolveExisting(ObjectTable::Shard& shard, Object* obj, const P
     carried->soft_pin_until_ns = shard.SoftPinUntil(obj);
   }
   FreeReplicas(*obj);
+  // Routers learn of the old bytes' end here; the new ones are stored at their put end.
+  RecordRemovedObject(*obj, KvRemoval::kRemoved);
   shard.Erase(obj);
   return false;
 }
@@ -381,6 +383,7 @@ ErrorCode MasterCore::Commit(std::string_view key, uint32_t writer, uint64_t che
                                             obj->flags & (kSoftPin | kHardPin));
       if (marks != nullptr && seq != 0) marks->push_back({index, r.segment_id, seq});
     }
+    RecordStored(events_, key, KvMedium::kDram);  // the master places on DRAM segments only
   }
   return ErrorCode::OK;
 }

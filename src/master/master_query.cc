@@ -174,6 +174,7 @@ ErrorCode MasterCore::RemoveOne(std::string_view key, bool force, int64_t now_ns
     return ErrorCode::OBJECT_HAS_LEASE;
   }
   FreeReplicasAfterReaders(*obj, now_ns);
+  RecordRemovedObject(*obj, KvRemoval::kRemoved);
   shard->Erase(obj);
   return ErrorCode::OK;
 }
@@ -188,6 +189,7 @@ rpc::RemoveAllReply MasterCore::RemoveAll(const rpc::RemoveAll& req, TimePoint n
       if (TenantOf(o.key()) != tenant) return false;
       if (o.pending() || (o.leased(now_ns) && !req.force())) return false;
       FreeReplicasAfterReaders(o, now_ns);
+      RecordRemovedObject(o, KvRemoval::kRemoved);
       return true;
     });
   }

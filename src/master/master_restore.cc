@@ -153,6 +153,7 @@ size_t MasterCore::RestoreObjects(uint64_t segment_id, std::vector<rpc::StoredOb
     }
     if (adopted) {
       ++restored;
+      RecordStored(events_, kept[i].key(), tier == kTierDisk ? KvMedium::kDisk : KvMedium::kDram);
     } else {
       registry_.Free(ref, kept[i].size());  // journaled: the host drops it from its list
     }

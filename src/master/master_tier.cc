@@ -63,6 +63,7 @@ ErrorCode MasterCore::AddDiskReplica(ObjectTable::Shard& shard, const rpc::Store
   shard.Erase(o);
   shard.Insert(std::move(merged));
   registry_.CountDiskReplica(segment_id, so.size(), /*added=*/true);
+  RecordStored(events_, so.key(), KvMedium::kDisk);
   return ErrorCode::OK;
 }
 
@@ -85,6 +86,9 @@ ErrorCode MasterCore::DropDiskReplica(ObjectTable::Shard& shard, const rpc::Stor
   // whose holds a re-created object would lose.
   if (o->leased(now_ns) || o->held) return ErrorCode::OBJECT_HAS_LEASE;
   registry_.CountDiskReplica(segment_id, o->size, /*added=*/false);
+  RecordRemoved(events_, so.key(), false,
+                !HasTier(std::span<const ReplicaRef>(kept.data(), n), kTierDisk),
+                KvRemoval::kEvictedDisk);
   if (n == 0) {
     shard.Erase(o);  // its only copy: the object is gone
     return ErrorCode::OK;

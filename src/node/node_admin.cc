@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "node/node_page_html.h"
+
 namespace kvpool::node {
 
 HttpResponse NodeAdmin::Get(std::string_view path, const HttpParams& /*params*/) const {
@@ -11,8 +13,7 @@ HttpResponse NodeAdmin::Get(std::string_view path, const HttpParams& /*params*/)
                         metrics_->Render(gauges_())};
   }
   if (path == "/status") return Status();
-  if (path == "/")
-    return HttpResponse{200, "text/plain", "kvpool node: /health /metrics /status\n"};
+  if (path == "/") return HttpResponse{200, "text/html; charset=utf-8", std::string(kNodePageHtml)};
   return HttpResponse{404, "text/plain", "not found; try /health /metrics /status\n"};
 }
 

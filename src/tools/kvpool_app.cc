@@ -9,6 +9,7 @@
 #include "node/node.h"
 #include "node/node_options.h"
 #include "tools/client_commands.h"
+#include "tools/events_command.h"
 #include "tools/tenant_key_command.h"
 #include "tools/top_command.h"
 
@@ -46,6 +47,8 @@ int RunKvpool(int argc, char** argv, ExtraCommands* extra) {
   AddTenantKeyCommand(app, tenant_key_options, exit_code);
   TopCommandOptions top_options;
   AddTopCommand(app, top_options, exit_code);
+  EventsCommandOptions events_options;
+  AddEventsCommand(app, events_options, exit_code);
   if (extra != nullptr) extra->Add(app, exit_code);
   kvpool::InitLogging("warn", "kvpool").ok();
 

@@ -24,7 +24,8 @@ cd "$(dirname "$0")/../.."
 seconds=${FUZZ_SECONDS:-60}
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 jobs=${FUZZ_JOBS:-$(nproc)}
-all=(frame_header parsers master_service data_request master_config prom_text attach_requests)
+all=(frame_header parsers master_service data_request master_config prom_text attach_requests
+     http_request)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 
