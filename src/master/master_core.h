@@ -132,8 +132,8 @@ class MasterCore {
   // size). The same mount repeated by its client is OK and returns the same segment id.
   // `from_host`: the address of the host the mount came from over the network ("" for a
   // loopback or in-process caller). A mount that would replace, as its restart, a segment
-  // mounted from another host whose owner is still heard from is refused (two hosts announce
-  // the same address): SEGMENT_ALREADY_EXISTS naming the other client and the flag.
+  // still mounted from another host is refused (two hosts announce the same address):
+  // SEGMENT_ALREADY_EXISTS naming the other client and the flag.
   Result<rpc::MountSegmentReply> MountSegment(const rpc::MountSegment& req, TimePoint now,
                                               std::string_view from_host = {});
   // Unmounts and drops every replica stored there (objects left without one are removed).
@@ -367,14 +367,12 @@ class MasterCore {
   // remove): no reader still copying its bytes finds another object's bytes there.
   void FreeReplicasAfterReaders(const Object& o, int64_t now_ns);
   // A mount from `from_host` that would replace a segment as its host's restart (same name and
-  // endpoint, new client and incarnation) while that segment, mounted from another host, has
-  // an owner still heard from: two live hosts announce the same address. SEGMENT_ALREADY_EXISTS
-  // naming both and the flag; else OK (a restart comes from the same host).
+  // endpoint, new client and incarnation) while that segment was mounted from another host and
+  // is still mounted (its owner not yet expired after --client_ttl): two hosts announce the same
+  // address. SEGMENT_ALREADY_EXISTS naming both and the flag; else OK (a restart comes from the
+  // same host).
   Status CheckNotServedByAnother(const rpc::MountSegment& req, TimePoint now,
                                  std::string_view from_host) const;
-  // How recently an owner must have been heard from to count as alive: a live host pings at
-  // least every 250 ms (a long poll), or every heartbeat interval (1 s) while failing.
-  static constexpr Clock::duration kLiveOwnerWindow = std::chrono::milliseconds(1500);
   // Ping: acknowledges the journals `req` names and adds what is left of them to `reply`.
   void AddJournals(const rpc::Ping& req, rpc::PingReply* reply);
   // Mount with an object list: stages the chunk, and on the last one rebuilds the objects and

@@ -39,25 +39,27 @@ Status MasterCore::CheckNotServedByAnother(const rpc::MountSegment& req, TimePoi
       d.from_host == from_host) {
     return Status::Ok();  // not a replacement, or one from the same host: a restart
   }
+  // Mounted from another host and not expired: its owner may only be cut off for a while (a
+  // partition, a heartbeat in back-off), so it is refused until --client_ttl drops the segment.
   const std::string& owner = d.client_id;
   std::optional<TimePoint> seen = clients_.LastSeen(owner);
-  if (!seen || now - *seen > kLiveOwnerWindow) return Status::Ok();  // a restart: it is silent
-  const auto ago = std::chrono::duration_cast<Millis>(now - *seen).count();
+  const auto ago = seen ? std::chrono::duration_cast<Millis>(now - *seen).count() : -1;
   auto where = [](std::string_view h) {
     return h.empty() ? std::string("this host") : std::string(h);
   };
   spdlog::warn(
       "segment={} mount by client={} from {} refused: endpoint {} is served by "
-      "client={} (mounted from {}), heard from {} ms ago (two hosts announce the same "
+      "client={} (mounted from {}), last heard from {} ms ago (two hosts announce the same "
       "address?)",
       req.segment_name(), req.client_id(), where(from_host), req.endpoint(), owner,
       where(d.from_host), ago);
   return Status(ErrorCode::SEGMENT_ALREADY_EXISTS,
-                fmt::format("segment={}: endpoint {} is served by a live process on another "
-                            "host (client={}, mounted from {}, heard from {} ms ago): two hosts "
+                fmt::format("segment={}: endpoint {} is served by a process on another host "
+                            "(client={}, mounted from {}, last heard from {} ms ago): two hosts "
                             "announce the same address? Each node's --host (an embedded "
                             "client's local_hostname) must be an address of its own host; leave "
-                            "--host unset to announce the address toward the master",
+                            "--host unset to announce the address toward the master. The "
+                            "address is free once that client is silent for --client_ttl",
                             req.segment_name(), req.endpoint(), owner, where(d.from_host), ago));
 }
 
