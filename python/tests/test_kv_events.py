@@ -154,6 +154,19 @@ def test_replay_serves_recent_batches_and_names_a_gone_range():
         with pytest.raises(KvEventReplayError, match=r"sequence numbers 0\.\..* are gone"):
             ev.sub.replay(0)
         assert "kvpool_master_kv_events_replay_gone_total 1" in ev.metrics()
+        # A hostile peer: a 1 MiB request (ZMQ drops the peer: nothing is buffered for it) and
+        # a request of many parts (answered as malformed); replays keep being served.
+        ctx = zmq.Context.instance()
+        for parts in ([b"x" * (1 << 20)], [b"\0" * 8] * 50):
+            bad = ctx.socket(zmq.DEALER)
+            bad.setsockopt(zmq.LINGER, 0)
+            bad.connect(f"tcp://127.0.0.1:{ev.replay_port}")
+            bad.send_multipart(parts)
+            if len(parts) > 1:
+                assert bad.poll(5000), "no answer to a malformed replay request"
+                assert bad.recv_multipart()[0] == (-2).to_bytes(8, "big", signed=True)
+            bad.close()
+        assert [b.seq for b in ev.sub.replay(last - 1, last - 1)] == [last - 1]
     finally:
         s.close()
         ev.close()

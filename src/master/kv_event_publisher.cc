@@ -25,6 +25,11 @@ constexpr size_t kMaxEventsPerDrain = 4096;
 // Batches queued per subscriber (ZMQ's send high-water mark). ZMQ shares a batch's bytes
 // between subscribers, so a stuck one holds at most this many references (~64 B each).
 constexpr int kSubscriberQueue = 10000;
+// What a peer may send either socket (a subscription topic, a replay request of 8 or 16 bytes):
+// ZMQ drops a peer whose message is larger, so nobody can make the master buffer more.
+constexpr int64_t kMaxInboundMessage = 4096;
+// Parts of one replay request kept ([identity, delimiter, request]); more are read and dropped.
+constexpr size_t kMaxRequestFrames = 3;
 constexpr int64_t kEndSeq = -1;
 constexpr int64_t kGoneSeq = -2;
 
@@ -64,6 +69,7 @@ Status KvEventPublisher::Start() {
     // than kSubscriberQueue batches behind loses batches (a gap in seq; it asks for a replay).
     s->pub.set(zmq::sockopt::linger, 0);
     s->pub.set(zmq::sockopt::sndhwm, kSubscriberQueue);
+    s->pub.set(zmq::sockopt::maxmsgsize, kMaxInboundMessage);
     s->pub.bind(options_.endpoint);
     if (!options_.replay_endpoint.empty()) {
       which = "--kv_events_replay_endpoint";
@@ -71,6 +77,7 @@ Status KvEventPublisher::Start() {
       s->replay = zmq::socket_t(s->ctx, zmq::socket_type::router);
       s->replay.set(zmq::sockopt::linger, 0);
       s->replay.set(zmq::sockopt::sndhwm, kSubscriberQueue);
+      s->replay.set(zmq::sockopt::maxmsgsize, kMaxInboundMessage);
       s->replay.bind(options_.replay_endpoint);
     }
   } catch (const zmq::error_t& e) {
@@ -158,11 +165,16 @@ void KvEventPublisher::SendBatch(std::string_view topic_suffix, std::span<const 
 void KvEventPublisher::ServeReplay() {
   auto& sock = sockets_->replay;
   std::vector<zmq::message_t> frames;
+  bool too_many = false;
   for (;;) {
     zmq::message_t m;
     if (!sock.recv(m, zmq::recv_flags::dontwait)) return;  // nothing more waiting
     const bool more = m.more();
-    frames.push_back(std::move(m));
+    if (frames.size() < kMaxRequestFrames) {
+      frames.push_back(std::move(m));
+    } else {
+      too_many = true;
+    }
     if (!more) break;
   }
   replay_requests_.fetch_add(1, std::memory_order_relaxed);
@@ -178,7 +190,7 @@ void KvEventPublisher::ServeReplay() {
     sock.send(zmq::buffer(BigEndian(seq)), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
     sock.send(zmq::buffer(payload), zmq::send_flags::dontwait);
   };
-  if (frames.size() < 2 || (request.size() != 8 && request.size() != 16)) {
+  if (too_many || frames.size() < 2 || (request.size() != 8 && request.size() != 16)) {
     replay_gone_.fetch_add(1, std::memory_order_relaxed);
     reply(kGoneSeq, fmt::format("bad replay request: want the first sequence number as 8 "
                                 "big-endian bytes (or first and last, 16 bytes); got {} bytes",
