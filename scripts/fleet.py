@@ -533,6 +533,15 @@ class Engine:
         return json.loads(line)
 
 
+def write_json(path, obj):
+    """Writes a run's results to `path` (--out), if one was given."""
+    if not path:
+        return
+    with open(path, "w") as fh:
+        json.dump(obj, fh, indent=1)
+    log(f"results written to {path}")
+
+
 def tail(path, n=15):
     try:
         with open(path, errors="replace") as f:
@@ -1232,10 +1241,7 @@ def scenario_chaos(args):
     bad = (report["wrong_bytes"] or report["lost_real"] or report["past_deadline"] or
            report["split_brain"]["windows"])
     print_chaos(report)
-    if args.out:
-        with open(args.out, "w") as fh:
-            json.dump(report, fh, indent=1)
-        log(f"report written to {args.out}")
+    write_json(args.out, report)
     return 1 if bad else 0
 
 
@@ -1451,10 +1457,7 @@ def scenario_scale(args):
               f"{r.get('put_node_cpu_s_per_GB')}/{r.get('get_node_cpu_s_per_GB')}  "
               f"{r.get('put_machine_busy_cores')}/{r.get('get_machine_busy_cores')}  "
               f"{r['wrong_bytes']}")
-    if args.out:
-        with open(args.out, "w") as fh:
-            json.dump(results, fh, indent=1)
-        log(f"results written to {args.out}")
+    write_json(args.out, results)
     return 1 if any(r["wrong_bytes"] for r in results["runs"]) else 0
 
 
@@ -1552,10 +1555,7 @@ def scenario_hicache(args):
           f"{result['lost_between_exists_and_get']}, refused puts {result['put_refused']}, "
           f"dropped writes {result['dropped_writes']}, pages checked byte-exact "
           f"{result['pages_checked']}")
-    if args.out:
-        with open(args.out, "w") as fh:
-            json.dump(result, fh, indent=1)
-        log(f"results written to {args.out}")
+    write_json(args.out, result)
     return 0 if len(ok) == len(per_host) and ref.returncode == 0 else 1
 
 
