@@ -25,6 +25,7 @@
 // Threading. A Client is thread-safe: any number of threads may call it at once.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -33,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kvpool/batch.h"
 #include "kvpool/status.h"
 
 namespace kvpool {
@@ -233,6 +235,9 @@ struct PoolStat {
   uint64_t disk_replicas = 0;
 };
 
+// The public calls are written once, here and in src/client/client.cc: each builds one
+// ObjectBatch (kvpool/batch.h), validates it once and hands it to the few operations that differ
+// between the embedded and the standalone client (the private virtual functions at the end).
 class Client {
  public:
   // Connects to the master, and in embedded mode maps and mounts the segment and starts serving
@@ -270,98 +275,107 @@ class Client {
   static Result<std::unique_ptr<Client>> SetupStandalone(const StandaloneOptions& options);
 
   virtual ~Client() = default;
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Every call below made after Close() fails with UNAVAILABLE_IN_CURRENT_STATUS (HealthCheck
+  // answers 1, SegmentName "").
 
   // Registers [ptr, ptr+size) for zero-copy calls. Registering the same or an overlapping range
   // again is harmless. The memory stays owned by the caller and must stay valid until
   // UnregisterBuffer or Close. Errors: INVALID_PARAMS (null pointer, size 0); standalone mode:
   // UNAVAILABLE_IN_CURRENT_MODE (not inside one HostMemAllocator allocation), RPC_FAIL /
   // RPC_TIMEOUT (node unreachable; nothing was registered).
-  virtual Status RegisterBuffer(void* ptr, size_t size) = 0;
+  Status RegisterBuffer(void* ptr, size_t size);
   // Forgets the region that starts at `ptr`. Registrations are not reference-counted: one
   // call forgets the start address however often it was registered (with the largest size
   // given). It does not wait for calls in flight: a put or get that another thread started on
   // that memory before keeps using it until it returns, so free or reuse the memory only after
   // those calls returned (new calls on it fail with INVALID_PARAMS at once).
   // Errors: INVALID_PARAMS (not registered).
-  virtual Status UnregisterBuffer(void* ptr) = 0;
+  Status UnregisterBuffer(void* ptr);
 
-  // Stores `size` bytes at `ptr` under `key`. Objects are immutable: if the key exists, returns
-  // OK without writing. REQUIRES: the range lies in a registered region.
+  // ---- The batch form: every put and get below comes down to these two. ----
+  // Stores object i of `batch` (the concatenation of its buffers) under its key; one result per
+  // object, in order; one object's failure never fails or corrupts another's. `upsert` false:
+  // objects are immutable, an existing key is left as it is and reported OK. true: replaces an
+  // existing object (OBJECT_REPLICA_BUSY while a reader holds it).
+  // REQUIRES: every buffer lies in a registered region.
   // Every put call blocks while the pool is full of objects still being copied to their
   // node's disk tier (evicting them would lose them), asking the master again for at most
   // rpc_timeout: puts then run at the disk's speed.
-  // Errors: INVALID_KEY (empty, > 4 KiB), INVALID_PARAMS (size 0, unregistered memory),
-  // NO_AVAILABLE_HANDLE (pool full, nothing evictable; or still full of objects waiting for a
-  // disk tier after rpc_timeout), TRANSFER_FAIL, RPC_FAIL, RPC_TIMEOUT.
-  virtual Status PutFrom(const std::string& key, const void* ptr, size_t size,
-                         const ReplicateConfig& config = {}) = 0;
-  // Reads the object into [ptr, ptr+size); returns its size. On any error the destination is
-  // not written past what the error says (BUFFER_OVERFLOW: untouched).
-  // Errors: OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY (still being written), BUFFER_OVERFLOW
-  // (size < object size), INVALID_PARAMS, LEASE_EXPIRED (the transfer outlived its lease; the
-  // bytes may be stale), CHECKSUM_MISMATCH (verify_checksum on: no replica's bytes matched the
+  // Errors, per object: INVALID_KEY (empty, > 4 KiB), INVALID_PARAMS (0 bytes, unregistered
+  // memory), NO_AVAILABLE_HANDLE (pool full, nothing evictable; or still full of objects waiting
+  // for a disk tier after rpc_timeout), TRANSFER_FAIL, RPC_FAIL, RPC_TIMEOUT; for every object:
+  // INVALID_PARAMS (replica_num 0, group_ids of the wrong length or with an empty id).
+  std::vector<Status> Put(const ObjectBatch& batch, const ReplicateConfig& config = {},
+                          bool upsert = false);
+  // Reads object i into its buffers (it must fill them exactly or fit in them); one result per
+  // object, its size. On any error the destination is not written past what the error says
+  // (BUFFER_OVERFLOW: untouched).
+  // Errors, per object: INVALID_KEY, OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY (still being
+  // written), BUFFER_OVERFLOW (the buffers are smaller than the object), INVALID_PARAMS
+  // (unregistered memory, no buffer), LEASE_EXPIRED (the transfer outlived its lease; the bytes
+  // may be stale), CHECKSUM_MISMATCH (verify_checksum on: no replica's bytes matched the
   // recorded checksum; the destination holds no valid data), TRANSFER_FAIL, RPC_FAIL,
   // RPC_TIMEOUT. A replica whose transfer fails is retried from the object's next replica.
-  virtual Result<uint64_t> GetInto(const std::string& key, void* ptr, size_t size) = 0;
+  std::vector<Result<uint64_t>> Get(const ObjectBatch& batch);
 
-  // Batch forms: one result per key, in order. A vector length mismatch fails every key with
-  // INVALID_PARAMS.
-  virtual std::vector<Status> BatchPutFrom(const std::vector<std::string>& keys,
-                                           const std::vector<const void*>& ptrs,
-                                           const std::vector<size_t>& sizes,
-                                           const ReplicateConfig& config = {}) = 0;
-  virtual std::vector<Result<uint64_t>> BatchGetInto(const std::vector<std::string>& keys,
-                                                     const std::vector<void*>& ptrs,
-                                                     const std::vector<size_t>& sizes) = 0;
-  // Scatter/gather forms: object i is the concatenation of its buffers (e.g. one page's layer
-  // slices). On get, the object must fill the buffers exactly or fit in them (BUFFER_OVERFLOW).
-  virtual std::vector<Status> BatchPutFromMultiBuffers(
-      const std::vector<std::string>& keys, const std::vector<std::vector<const void*>>& ptrs,
-      const std::vector<std::vector<size_t>>& sizes, const ReplicateConfig& config = {}) = 0;
-  virtual std::vector<Result<uint64_t>> BatchGetIntoMultiBuffers(
+  // ---- The vector forms, each one Put or Get. ----
+  // A vector length mismatch fails every key with INVALID_PARAMS; an object whose buffer and
+  // size lists differ in length fails alone.
+  Status PutFrom(const std::string& key, const void* ptr, size_t size,
+                 const ReplicateConfig& config = {});
+  Result<uint64_t> GetInto(const std::string& key, void* ptr, size_t size);
+  std::vector<Status> BatchPutFrom(const std::vector<std::string>& keys,
+                                   const std::vector<const void*>& ptrs,
+                                   const std::vector<size_t>& sizes,
+                                   const ReplicateConfig& config = {});
+  std::vector<Result<uint64_t>> BatchGetInto(const std::vector<std::string>& keys,
+                                             const std::vector<void*>& ptrs,
+                                             const std::vector<size_t>& sizes);
+  // Scatter/gather forms: object i is the concatenation of its buffers.
+  std::vector<Status> BatchPutFromMultiBuffers(const std::vector<std::string>& keys,
+                                               const std::vector<std::vector<const void*>>& ptrs,
+                                               const std::vector<std::vector<size_t>>& sizes,
+                                               const ReplicateConfig& config = {});
+  std::vector<Result<uint64_t>> BatchGetIntoMultiBuffers(
       const std::vector<std::string>& keys, const std::vector<std::vector<void*>>& ptrs,
-      const std::vector<std::vector<size_t>>& sizes) = 0;
-  // Upsert: like BatchPutFrom but replaces an existing object (OBJECT_REPLICA_BUSY while a reader
-  // holds it).
-  virtual std::vector<Status> BatchUpsertFrom(const std::vector<std::string>& keys,
-                                              const std::vector<const void*>& ptrs,
-                                              const std::vector<size_t>& sizes,
-                                              const ReplicateConfig& config = {}) = 0;
+      const std::vector<std::vector<size_t>>& sizes);
+  // Upsert: like BatchPutFrom but replaces an existing object.
+  std::vector<Status> BatchUpsertFrom(const std::vector<std::string>& keys,
+                                      const std::vector<const void*>& ptrs,
+                                      const std::vector<size_t>& sizes,
+                                      const ReplicateConfig& config = {});
 
   // Copying forms: `values` need not lie in registered memory (in standalone mode they pass
   // through the staging buffer shared with the node: one extra copy). Slower than the
   // zero-copy calls for large objects; meant for small values, tools and tests.
-  // Errors: as BatchPutFrom / BatchGetInto (no BUFFER_OVERFLOW: BatchGet sizes its own vectors).
-  virtual std::vector<Status> BatchPut(const std::vector<std::string>& keys,
-                                       const std::vector<std::span<const uint8_t>>& values,
-                                       const ReplicateConfig& config = {}) = 0;
-  virtual std::vector<Result<std::vector<uint8_t>>> BatchGet(
-      const std::vector<std::string>& keys) = 0;
+  // Errors: as Put / Get (no BUFFER_OVERFLOW: BatchGet sizes its own vectors).
+  std::vector<Status> BatchPut(const std::vector<std::string>& keys,
+                               const std::vector<std::span<const uint8_t>>& values,
+                               const ReplicateConfig& config = {});
+  std::vector<Result<std::vector<uint8_t>>> BatchGet(const std::vector<std::string>& keys);
 
   // true when a complete object exists. Errors: INVALID_KEY, RPC_FAIL, RPC_TIMEOUT.
-  virtual Result<bool> IsExist(const std::string& key) = 0;
+  Result<bool> IsExist(const std::string& key);
   // The keys are views the caller keeps alive until the call returns (the Python module's point
-  // into its str objects, so a batch costs no copy per key); the std::string forms call these.
-  virtual std::vector<Result<bool>> BatchIsExist(std::span<const std::string_view> keys) = 0;
-  std::vector<Result<bool>> BatchIsExist(const std::vector<std::string>& keys) {
-    return BatchIsExist(std::vector<std::string_view>(keys.begin(), keys.end()));
-  }
+  // into its str objects, so a batch costs no copy per key).
+  std::vector<Result<bool>> BatchIsExist(std::span<const std::string_view> keys);
+  std::vector<Result<bool>> BatchIsExist(const std::vector<std::string>& keys);
   // Number of leading keys that exist, answered by the master in one pass (HiCache's query).
-  virtual Result<size_t> ExistsPrefix(std::span<const std::string_view> keys) = 0;
-  Result<size_t> ExistsPrefix(const std::vector<std::string>& keys) {
-    return ExistsPrefix(std::vector<std::string_view>(keys.begin(), keys.end()));
-  }
-  // The object's size. Errors: OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY, RPC_*.
-  virtual Result<uint64_t> GetSize(const std::string& key) = 0;
+  Result<size_t> ExistsPrefix(std::span<const std::string_view> keys);
+  Result<size_t> ExistsPrefix(const std::vector<std::string>& keys);
+  // The object's size. Errors: INVALID_KEY, OBJECT_NOT_FOUND, REPLICA_IS_NOT_READY, RPC_*.
+  Result<uint64_t> GetSize(const std::string& key);
 
   // Removes one object. Errors: OBJECT_NOT_FOUND, OBJECT_HAS_LEASE (a reader holds it and not
   // force), REPLICA_IS_NOT_READY (being written), RPC_*.
-  virtual Status Remove(const std::string& key, bool force = false) = 0;
-  virtual std::vector<Status> BatchRemove(const std::vector<std::string>& keys,
-                                          bool force = false) = 0;
+  Status Remove(const std::string& key, bool force = false);
+  std::vector<Status> BatchRemove(const std::vector<std::string>& keys, bool force = false);
   // Removes every complete object of this client's tenant (leased ones only with force; other
   // tenants' objects are never touched); returns how many.
-  virtual Result<uint64_t> RemoveAll(bool force = false) = 0;
+  Result<uint64_t> RemoveAll(bool force = false);
 
   // One page of a scan over this client's tenant's keys (remove_by_regex, list_keys): the
   // complete objects' keys starting with `prefix` ("" every key); `cursor` is "" to start, then
@@ -369,28 +383,72 @@ class Client {
   // of bounded work (at most `limit` keys examined, 0: 1000), so a page may hold fewer keys
   // and still have a next_cursor. A key put or removed during a scan may or may not be seen;
   // none is returned twice. Errors: INVALID_PARAMS (limit above 10000, a foreign cursor),
-  // RPC_*; NOT_SUPPORTED from a client that has no scan.
+  // RPC_*.
   struct KeyScanPage {
     std::vector<std::string> keys;
     std::string next_cursor;
   };
-  virtual Result<KeyScanPage> ScanKeys(const std::string& prefix, const std::string& cursor,
-                                       uint32_t limit) {
-    (void)prefix, (void)cursor, (void)limit;
-    return Status(ErrorCode::NOT_SUPPORTED, "this client cannot scan keys");
-  }
+  Result<KeyScanPage> ScanKeys(const std::string& prefix, const std::string& cursor,
+                               uint32_t limit);
 
-  virtual Result<PoolStat> Stat() = 0;
+  Result<PoolStat> Stat();
 
   // 0 healthy, 1 not set up (closed), 2 master (standalone: node or master) unreachable. Never
   // blocks past rpc_timeout.
-  virtual int HealthCheck() = 0;
+  int HealthCheck();
   // Stops serving and unmounts the contributed segment (its objects leave the pool), stops the
   // heartbeat. Idempotent; calls after Close fail with UNAVAILABLE_IN_CURRENT_STATUS.
-  virtual Status Close() = 0;
+  Status Close();
 
   // The name of this process's contributed segment ("host:port"), empty when none.
-  virtual std::string SegmentName() const = 0;
+  std::string SegmentName() const;
+
+ protected:
+  Client() = default;
+  // UNAVAILABLE_IN_CURRENT_STATUS once Close() began; OK before.
+  Status CheckOpen() const;
+
+ private:
+  // Put and Get after the vector forms' own checks: `results` holds what those found (OK for
+  // an object to go on).
+  std::vector<Status> RunPut(const ObjectBatch& batch, const ReplicateConfig& config, bool upsert,
+                             bool registered, std::vector<Status> results);
+  std::vector<Result<uint64_t>> RunGet(const ObjectBatch& batch,
+                                       std::vector<Result<uint64_t>> results);
+
+  // The operations that differ between the embedded and the standalone client. The public
+  // calls above check that the client is open and validate the batch before calling them, and
+  // call each under the same contract (errors, threading) as the public call it serves.
+  virtual Status RegisterMemory(void* ptr, size_t size) = 0;
+  virtual Status UnregisterMemory(void* ptr) = 0;
+  // Puts the objects of `batch` whose results[i] is OK on entry (a valid key, at least one
+  // byte, a config checked against the batch's length) and sets their results; leaves the
+  // others. `registered`: the buffers must lie in registered memory (false: the copying calls'
+  // memory, which the client reads as it is).
+  virtual void PutObjects(const ObjectBatch& batch, const ReplicateConfig& config, bool upsert,
+                          bool registered, std::vector<Status>& results) = 0;
+  // Gets the objects of `batch` whose results[i] is OK on entry (a valid key) into their
+  // registered buffers and sets their results; leaves the others.
+  virtual void GetObjects(const ObjectBatch& batch, std::vector<Result<uint64_t>>& results) = 0;
+  // BatchGet of valid keys, the client sizing the vectors.
+  virtual std::vector<Result<std::vector<uint8_t>>> GetCopies(
+      const std::vector<std::string>& keys) = 0;
+  virtual std::vector<Result<bool>> ExistKeys(std::span<const std::string_view> keys) = 0;
+  virtual Result<size_t> CountExistingPrefix(std::span<const std::string_view> keys) = 0;
+  virtual Result<uint64_t> SizeOf(const std::string& key) = 0;
+  virtual std::vector<Status> RemoveKeys(const std::vector<std::string>& keys, bool force) = 0;
+  virtual Result<uint64_t> RemoveEvery(bool force) = 0;
+  virtual Result<KeyScanPage> ScanPage(const std::string& prefix, const std::string& cursor,
+                                       uint32_t limit) = 0;
+  virtual Result<PoolStat> PoolStats() = 0;
+  // HealthCheck of an open client: 0 or 2.
+  virtual int Health() = 0;
+  // Close's work, run once.
+  virtual void Shutdown() = 0;
+  // SegmentName of an open client.
+  virtual std::string OwnSegment() const = 0;
+
+  std::atomic<bool> closed_{false};
 };
 
 }  // namespace kvpool

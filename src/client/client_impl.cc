@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <thread>
 
-#include "client/batch_args.h"
+#include "client/batch_check.h"
 #include "client/client_security.h"
 #include "common/keys.h"
 #include "common/random_id.h"
@@ -28,45 +28,22 @@ std::unique_ptr<HostedClient> MakeHostedClient(const ClientOptions& options,
   return std::make_unique<ClientImpl>(options, std::move(hosting));
 }
 
-template <typename Ptr>
-std::vector<Buffers> ToBuffers(const BufferRegistry& registry, const std::vector<std::string>& keys,
-                               const std::vector<std::vector<Ptr>>& ptrs,
-                               const std::vector<std::vector<size_t>>& sizes,
-                               std::vector<Status>& errors) {
-  errors.assign(keys.size(), Status::Ok());
-  std::vector<Buffers> out(keys.size());
-  if (ptrs.size() != keys.size() || sizes.size() != keys.size()) {
-    Status bad(ErrorCode::INVALID_PARAMS,
-               fmt::format("batch of {} keys came with {} buffer lists and {} size lists",
-                           keys.size(), ptrs.size(), sizes.size()));
-    errors.assign(keys.size(), bad);
-    return out;
-  }
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (ptrs[i].size() != sizes[i].size()) {
-      errors[i] = Status(
-          ErrorCode::INVALID_PARAMS,
-          fmt::format("key={}: {} buffers but {} sizes", keys[i], ptrs[i].size(), sizes[i].size()));
-      continue;
-    }
-    for (size_t j = 0; j < ptrs[i].size() && errors[i].ok(); ++j) {
-      errors[i] = registry.Check(ptrs[i][j], sizes[i][j], fmt::format("key={}", keys[i]));
-      out[i].push_back({const_cast<void*>(static_cast<const void*>(ptrs[i][j])), sizes[i][j]});
-    }
-  }
-  return out;
-}
-
-template std::vector<Buffers> ToBuffers(const BufferRegistry&, const std::vector<std::string>&,
-                                        const std::vector<std::vector<const void*>>&,
-                                        const std::vector<std::vector<size_t>>&,
-                                        std::vector<Status>&);
-template std::vector<Buffers> ToBuffers(const BufferRegistry&, const std::vector<std::string>&,
-                                        const std::vector<std::vector<void*>>&,
-                                        const std::vector<std::vector<size_t>>&,
-                                        std::vector<Status>&);
-
 namespace {
+
+// Sets results[i] (OK on entry) of each object with a buffer outside every registered region.
+template <typename R>
+void CheckRegistered(const BufferRegistry& registry, const ObjectBatch& batch,
+                     std::vector<R>& results) {
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (!results[i].ok()) continue;
+    for (const iovec& b : batch.buffers(i)) {
+      if (registry.Check(b.iov_base, b.iov_len, {}).ok()) continue;
+      // Again, naming the key: formatting it costs more than the check, so only on failure.
+      results[i] = registry.Check(b.iov_base, b.iov_len, fmt::format("key={}", batch.key(i)));
+      break;
+    }
+  }
+}
 
 // Threads that move a batch's parts beside the caller's: one core fewer than the machine has
 // (the caller's thread is the other), at most 3 (beyond that a batch's parts are too small).
@@ -218,117 +195,69 @@ Status ClientImpl::MountOwnSegment() {
   return st;
 }
 
-Status ClientImpl::CheckOpen() const {
-  if (closed_.load()) {
-    return Status(ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS, "client is closed");
-  }
-  return Status::Ok();
-}
-
 transfer::Transport& ClientImpl::TransportFor(const std::string& segment_name) {
   if (local_ != nullptr && segment_name == host_->name()) return *local_;
   if (own_tier_ != nullptr && segment_name == host_->disk()->name()) return *own_tier_;
   return tcp_;
 }
 
-Status ClientImpl::RegisterBuffer(void* ptr, size_t size) {
-  KVPOOL_RETURN_IF_ERROR(CheckOpen());
-  return buffers_.Register(ptr, size);
+Status ClientImpl::RegisterMemory(void* ptr, size_t size) { return buffers_.Register(ptr, size); }
+
+Status ClientImpl::UnregisterMemory(void* ptr) { return buffers_.Unregister(ptr); }
+
+void ClientImpl::PutObjects(const ObjectBatch& batch, const ReplicateConfig& config, bool upsert,
+                            bool registered, std::vector<Status>& results) {
+  // The copying calls' memory needs no registration: nothing but this process reads it.
+  if (registered) CheckRegistered(buffers_, batch, results);
+  PutBatch(batch, config, upsert, Deadline::max(), results);
 }
 
-Status ClientImpl::UnregisterBuffer(void* ptr) {
-  KVPOOL_RETURN_IF_ERROR(CheckOpen());
-  return buffers_.Unregister(ptr);
+void ClientImpl::GetObjects(const ObjectBatch& batch, std::vector<Result<uint64_t>>& results) {
+  CheckRegistered(buffers_, batch, results);
+  GetBatch(
+      batch.keys(),
+      [&batch](size_t i, uint64_t) {
+        auto b = batch.buffers(i);
+        return Buffers(b.begin(), b.end());
+      },
+      Deadline::max(), /*verify=*/false, results);
 }
 
-Status ClientImpl::PutFrom(const std::string& key, const void* ptr, size_t size,
-                           const ReplicateConfig& config) {
-  return BatchPutFrom({key}, {ptr}, {size}, config)[0];
-}
-
-Result<uint64_t> ClientImpl::GetInto(const std::string& key, void* ptr, size_t size) {
-  return BatchGetInto({key}, {ptr}, {size})[0];
-}
-
-std::vector<Status> ClientImpl::BatchPutFrom(const std::vector<std::string>& keys,
-                                             const std::vector<const void*>& ptrs,
-                                             const std::vector<size_t>& sizes,
-                                             const ReplicateConfig& config) {
-  return BatchPutFromMultiBuffers(keys, OnePerKey(ptrs), OnePerKey(sizes), config);
-}
-
-std::vector<Status> ClientImpl::BatchUpsertFrom(const std::vector<std::string>& keys,
-                                                const std::vector<const void*>& ptrs,
-                                                const std::vector<size_t>& sizes,
-                                                const ReplicateConfig& config) {
-  return PutMulti(keys, OnePerKey(ptrs), OnePerKey(sizes), config, /*upsert=*/true,
-                  Deadline::max());
-}
-
-std::vector<Status> ClientImpl::BatchPutFromMultiBuffers(
-    const std::vector<std::string>& keys, const std::vector<std::vector<const void*>>& ptrs,
-    const std::vector<std::vector<size_t>>& sizes, const ReplicateConfig& config) {
-  return PutMulti(keys, ptrs, sizes, config, /*upsert=*/false, Deadline::max());
-}
-
-std::vector<Status> ClientImpl::PutMulti(const std::vector<std::string>& keys,
-                                         const std::vector<std::vector<const void*>>& ptrs,
-                                         const std::vector<std::vector<size_t>>& sizes,
-                                         const ReplicateConfig& config, bool upsert,
-                                         Deadline limit) {
-  std::vector<Status> errors;
-  auto sources = ToBuffers(buffers_, keys, ptrs, sizes, errors);
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (!errors[i].ok()) sources[i].clear();  // PutBatch reports INVALID_PARAMS; overridden below
+std::vector<Status> ClientImpl::PutVouched(const ObjectBatch& batch, const ReplicateConfig& config,
+                                           bool upsert, Deadline limit) {
+  if (Status st = CheckOpen(); !st.ok()) return std::vector<Status>(batch.size(), st);
+  if (Status st = CheckPlacement(config, batch.size()); !st.ok()) {
+    return std::vector<Status>(batch.size(), st);
   }
-  auto results = PutBatch(keys, sources, config, upsert, limit);
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (!errors[i].ok()) results[i] = errors[i];
-  }
+  std::vector<Status> results(batch.size());
+  CheckPutObjects(batch, results);
+  PutBatch(batch, config, upsert, limit, results);
   return results;
 }
 
-std::vector<Result<uint64_t>> ClientImpl::BatchGetInto(const std::vector<std::string>& keys,
-                                                       const std::vector<void*>& ptrs,
-                                                       const std::vector<size_t>& sizes) {
-  return BatchGetIntoMultiBuffers(keys, OnePerKey(ptrs), OnePerKey(sizes));
-}
-
-std::vector<Result<uint64_t>> ClientImpl::BatchGetIntoMultiBuffers(
-    const std::vector<std::string>& keys, const std::vector<std::vector<void*>>& ptrs,
-    const std::vector<std::vector<size_t>>& sizes) {
-  return GetMulti(keys, ptrs, sizes, Deadline::max());
-}
-
-std::vector<Result<uint64_t>> ClientImpl::GetMulti(const std::vector<std::string>& keys,
-                                                   const std::vector<std::vector<void*>>& ptrs,
-                                                   const std::vector<std::vector<size_t>>& sizes,
-                                                   Deadline limit, bool verify_checksum) {
-  std::vector<Status> errors;
-  auto dests = ToBuffers(buffers_, keys, ptrs, sizes, errors);
-  return GetBatch(
-      keys, errors, [&dests](size_t i, uint64_t) { return dests[i]; }, limit, verify_checksum);
-}
-
-std::vector<Status> ClientImpl::PutVouched(const std::vector<std::string>& keys,
-                                           const std::vector<Buffers>& sources,
-                                           const ReplicateConfig& config, bool upsert,
-                                           Deadline limit) {
-  return PutBatch(keys, sources, config, upsert, limit);
-}
-
-std::vector<Result<uint64_t>> ClientImpl::GetVouched(const std::vector<std::string>& keys,
-                                                     const std::vector<Buffers>& dests,
-                                                     Deadline limit, bool verify_checksum) {
-  return GetBatch(
-      keys, std::vector<Status>(keys.size()), [&dests](size_t i, uint64_t) { return dests[i]; },
-      limit, verify_checksum);
+std::vector<Result<uint64_t>> ClientImpl::GetVouched(const ObjectBatch& batch, Deadline limit,
+                                                     bool verify_checksum) {
+  std::vector<Result<uint64_t>> results(batch.size(), uint64_t{0});
+  if (Status st = CheckOpen(); !st.ok()) results.assign(batch.size(), st);
+  CheckGetKeys(batch.keys(), results);
+  GetBatch(
+      batch.keys(),
+      [&batch](size_t i, uint64_t) {
+        auto b = batch.buffers(i);
+        return Buffers(b.begin(), b.end());
+      },
+      limit, verify_checksum, results);
+  return results;
 }
 
 std::vector<Result<uint64_t>> ClientImpl::GetWithDest(const std::vector<std::string>& keys,
                                                       const DestFor& dest_for, Deadline limit,
                                                       bool verify_checksum) {
-  return GetBatch(keys, std::vector<Status>(keys.size()), dest_for, limit, verify_checksum);
+  std::vector<Result<uint64_t>> results(keys.size(), uint64_t{0});
+  if (Status st = CheckOpen(); !st.ok()) results.assign(keys.size(), st);
+  CheckGetKeys(keys, results);
+  GetBatch(keys, dest_for, limit, verify_checksum, results);
+  return results;
 }
 
 Status ClientImpl::DrainOwnSegment() {
@@ -344,33 +273,18 @@ bool ClientImpl::MasterReachable() const {
 
 uint16_t ClientImpl::SegmentPort() const { return host_ ? host_->port() : 0; }
 
-std::vector<Status> ClientImpl::BatchPut(const std::vector<std::string>& keys,
-                                         const std::vector<std::span<const uint8_t>>& values,
-                                         const ReplicateConfig& config) {
-  if (values.size() != keys.size()) {
-    return std::vector<Status>(
-        keys.size(), Status(ErrorCode::INVALID_PARAMS,
-                            fmt::format("{} keys but {} values", keys.size(), values.size())));
-  }
-  // Embedded and node-backed clients send straight from the caller's memory: no registration
-  // is needed because nothing but this process reads it.
-  std::vector<Buffers> sources(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    sources[i].push_back({const_cast<uint8_t*>(values[i].data()), values[i].size()});
-  }
-  return PutBatch(keys, sources, config, /*upsert=*/false, Deadline::max());
-}
-
-std::vector<Result<std::vector<uint8_t>>> ClientImpl::BatchGet(
+std::vector<Result<std::vector<uint8_t>>> ClientImpl::GetCopies(
     const std::vector<std::string>& keys) {
   std::vector<std::vector<uint8_t>> values(keys.size());
-  auto sizes = GetBatch(
-      keys, std::vector<Status>(keys.size()),
+  std::vector<Result<uint64_t>> sizes(keys.size(), uint64_t{0});
+  CheckGetKeys(keys, sizes);
+  GetBatch(
+      keys,
       [&values](size_t i, uint64_t n) {
         values[i].resize(n);
         return Buffers{{values[i].data(), n}};
       },
-      Deadline::max());
+      Deadline::max(), /*verify=*/false, sizes);
   std::vector<Result<std::vector<uint8_t>>> out;
   out.reserve(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {

@@ -37,11 +37,9 @@ class ClientImpl : public HostedClient {
   Status Init() override;
 
   // ---- HostedClient (client/hosted_client.h): what `kvpool node` uses beyond Client ----
-  std::vector<Status> PutVouched(const std::vector<std::string>& keys,
-                                 const std::vector<Buffers>& sources, const ReplicateConfig& config,
+  std::vector<Status> PutVouched(const ObjectBatch& batch, const ReplicateConfig& config,
                                  bool upsert, Deadline limit) override;
-  std::vector<Result<uint64_t>> GetVouched(const std::vector<std::string>& keys,
-                                           const std::vector<Buffers>& dests, Deadline limit,
+  std::vector<Result<uint64_t>> GetVouched(const ObjectBatch& batch, Deadline limit,
                                            bool verify_checksum) override;
   std::vector<Result<uint64_t>> GetWithDest(const std::vector<std::string>& keys,
                                             const DestFor& dest_for, Deadline limit,
@@ -60,68 +58,33 @@ class ClientImpl : public HostedClient {
     return host_ != nullptr ? &host_->counters() : nullptr;
   }
 
-  Status RegisterBuffer(void* ptr, size_t size) override;
-  Status UnregisterBuffer(void* ptr) override;
-  Status PutFrom(const std::string& key, const void* ptr, size_t size,
-                 const ReplicateConfig& config) override;
-  Result<uint64_t> GetInto(const std::string& key, void* ptr, size_t size) override;
-  std::vector<Status> BatchPutFrom(const std::vector<std::string>& keys,
-                                   const std::vector<const void*>& ptrs,
-                                   const std::vector<size_t>& sizes,
-                                   const ReplicateConfig& config) override;
-  std::vector<Result<uint64_t>> BatchGetInto(const std::vector<std::string>& keys,
-                                             const std::vector<void*>& ptrs,
-                                             const std::vector<size_t>& sizes) override;
-  std::vector<Status> BatchPutFromMultiBuffers(const std::vector<std::string>& keys,
-                                               const std::vector<std::vector<const void*>>& ptrs,
-                                               const std::vector<std::vector<size_t>>& sizes,
-                                               const ReplicateConfig& config) override;
-  std::vector<Result<uint64_t>> BatchGetIntoMultiBuffers(
-      const std::vector<std::string>& keys, const std::vector<std::vector<void*>>& ptrs,
-      const std::vector<std::vector<size_t>>& sizes) override;
-  std::vector<Status> BatchUpsertFrom(const std::vector<std::string>& keys,
-                                      const std::vector<const void*>& ptrs,
-                                      const std::vector<size_t>& sizes,
-                                      const ReplicateConfig& config) override;
-  std::vector<Status> BatchPut(const std::vector<std::string>& keys,
-                               const std::vector<std::span<const uint8_t>>& values,
-                               const ReplicateConfig& config) override;
-  std::vector<Result<std::vector<uint8_t>>> BatchGet(const std::vector<std::string>& keys) override;
-  Result<bool> IsExist(const std::string& key) override;
-  using Client::BatchIsExist;  // and ExistsPrefix: the std::string forms
-  using Client::ExistsPrefix;
-  std::vector<Result<bool>> BatchIsExist(std::span<const std::string_view> keys) override;
-  Result<size_t> ExistsPrefix(std::span<const std::string_view> keys) override;
-  Result<uint64_t> GetSize(const std::string& key) override;
-  Status Remove(const std::string& key, bool force) override;
-  std::vector<Status> BatchRemove(const std::vector<std::string>& keys, bool force) override;
-  Result<uint64_t> RemoveAll(bool force) override;
-  Result<KeyScanPage> ScanKeys(const std::string& prefix, const std::string& cursor,
-                               uint32_t limit) override;
-  Result<PoolStat> Stat() override;
-  int HealthCheck() override;
-  Status Close() override;
-  std::string SegmentName() const override { return host_ ? host_->name() : std::string(); }
-
  private:
-  // The batch calls of the public Client, their buffers checked against the registry.
-  // Like BatchPutFromMultiBuffers (upsert: like BatchUpsertFrom, with several buffers per
-  // object), with every wait also bounded by `limit`.
-  std::vector<Status> PutMulti(const std::vector<std::string>& keys,
-                               const std::vector<std::vector<const void*>>& ptrs,
-                               const std::vector<std::vector<size_t>>& sizes,
-                               const ReplicateConfig& config, bool upsert, Deadline limit);
-  // Like BatchGetIntoMultiBuffers, with every wait also bounded by `limit`.
-  // `verify_checksum` checks each object's bytes as ClientOptions::verify_checksum does (either
-  // one turns the check on).
-  std::vector<Result<uint64_t>> GetMulti(const std::vector<std::string>& keys,
-                                         const std::vector<std::vector<void*>>& ptrs,
-                                         const std::vector<std::vector<size_t>>& sizes,
-                                         Deadline limit, bool verify_checksum = false);
+  // ---- The operations of Client (include/kvpool/client.h) ----
+  Status RegisterMemory(void* ptr, size_t size) override;
+  Status UnregisterMemory(void* ptr) override;
+  void PutObjects(const ObjectBatch& batch, const ReplicateConfig& config, bool upsert,
+                  bool registered, std::vector<Status>& results) override;
+  void GetObjects(const ObjectBatch& batch, std::vector<Result<uint64_t>>& results) override;
+  std::vector<Result<std::vector<uint8_t>>> GetCopies(
+      const std::vector<std::string>& keys) override;
+  // query_path.cc
+  std::vector<Result<bool>> ExistKeys(std::span<const std::string_view> keys) override;
+  Result<size_t> CountExistingPrefix(std::span<const std::string_view> keys) override;
+  Result<uint64_t> SizeOf(const std::string& key) override;
+  std::vector<Status> RemoveKeys(const std::vector<std::string>& keys, bool force) override;
+  Result<uint64_t> RemoveEvery(bool force) override;
+  Result<KeyScanPage> ScanPage(const std::string& prefix, const std::string& cursor,
+                               uint32_t limit) override;
+  Result<PoolStat> PoolStats() override;
+  int Health() override;
+  void Shutdown() override;
+  std::string OwnSegment() const override { return host_ ? host_->name() : std::string(); }
+
   // put_path.cc
-  std::vector<Status> PutBatch(const std::vector<std::string>& keys,
-                               const std::vector<Buffers>& sources, const ReplicateConfig& config,
-                               bool upsert, Deadline limit);
+  // Puts the objects whose results[i] is OK on entry (checked by batch_check.h), within
+  // `limit`; sets their results.
+  void PutBatch(const ObjectBatch& batch, const ReplicateConfig& config, bool upsert,
+                Deadline limit, std::vector<Status>& results);
   // What one pass of PutBatch leaves to do.
   struct PutRetries {
     // Keys refused because the pool's room is held by objects whose copy to a disk tier is
@@ -134,17 +97,17 @@ class ClientImpl : public HostedClient {
   // One PUT_START, WRITE, PUT_END pass of PutBatch, placing no replica on a segment named in
   // *unreachable; adds to it the segments whose hosts did not answer (and tells the master in
   // PUT_END, which then stops placing there until the host pings again).
-  std::vector<Status> PutPass(const std::vector<std::string>& keys,
-                              const std::vector<Buffers>& sources, const ReplicateConfig& config,
-                              bool upsert, Deadline limit, std::set<std::string>* unreachable,
-                              PutRetries* retries);
+  // Writes the results of the objects whose results[i] is OK on entry.
+  void PutPass(const ObjectBatch& batch, const ReplicateConfig& config, bool upsert, Deadline limit,
+               std::set<std::string>* unreachable, PutRetries* retries,
+               std::vector<Status>& results);
   // get_path.cc
-  // Keys whose `pre` status is not OK are skipped (their result is that status). Each key is
-  // read from its nearest replica and, when that read fails (or its checksum does not match,
-  // with `verify` or options_.verify_checksum), from the next one, within `limit`.
-  std::vector<Result<uint64_t>> GetBatch(const std::vector<std::string>& keys,
-                                         const std::vector<Status>& pre, const DestFor& dest_for,
-                                         Deadline limit, bool verify = false);
+  // Gets the keys whose results[i] is OK on entry (valid keys) into dest_for's buffers and
+  // sets their results. Each key is read from its nearest replica and, when that read fails (or
+  // its checksum does not match, with `verify` or options_.verify_checksum), from the next one,
+  // within `limit`.
+  void GetBatch(const std::vector<std::string>& keys, const DestFor& dest_for, Deadline limit,
+                bool verify, std::vector<Result<uint64_t>>& results);
 
   // Why the read lease of `located` (asked for at `asked`) cannot vouch for a transfer that
   // ends now: outlived its TTL, or this client was declared dead meanwhile; empty when it holds.
@@ -152,8 +115,6 @@ class ClientImpl : public HostedClient {
                         Deadline limit);
   // The transport that reaches `segment_name`: memcpy for our own segment, TCP otherwise.
   transfer::Transport& TransportFor(const std::string& segment_name);
-  // UNAVAILABLE_IN_CURRENT_STATUS after Close().
-  Status CheckOpen() const;
   // Deadlines of one control call / one data phase, never past `limit`.
   Deadline RpcDeadline(Deadline limit = Deadline::max()) const {
     return std::min(DeadlineAfter(options_.rpc_timeout), limit);
@@ -188,15 +149,6 @@ class ClientImpl : public HostedClient {
   std::unique_ptr<hosting::Heartbeat> heartbeat_;
   std::unique_ptr<LeaseFlusher> lease_flusher_;  // sends finished leases no request carried
   BufferRegistry buffers_;
-  std::atomic<bool> closed_{false};
 };
-
-// Validates parallel vectors and turns (ptrs, sizes) into per-object Buffers checked against
-// the registry. Per-object failures land in `errors` (OK where usable).
-template <typename Ptr>
-std::vector<Buffers> ToBuffers(const BufferRegistry& registry, const std::vector<std::string>& keys,
-                               const std::vector<std::vector<Ptr>>& ptrs,
-                               const std::vector<std::vector<size_t>>& sizes,
-                               std::vector<Status>& errors);
 
 }  // namespace kvpool::client

@@ -40,8 +40,7 @@ DrainCopyReport ClientImpl::CopySoleReplicasAway(Deadline until) {
       continue;
     }
     // The objects still here with no replica elsewhere, grouped by their pins (one put each).
-    std::vector<std::string> sole[4];
-    std::vector<Buffers> sources[4];
+    ObjectBatch sole[4];
     for (size_t i = 0; i < keys.size() && i < static_cast<size_t>(where->objects_size()); ++i) {
       const rpc::ObjectLocation& loc = where->objects(static_cast<int>(i));
       const rpc::StoredObject& o = objects[begin + i];
@@ -57,8 +56,7 @@ DrainCopyReport ClientImpl::CopySoleReplicasAway(Deadline until) {
         continue;
       }
       uint32_t pins = o.pin_flags() & 3;
-      sole[pins].push_back(o.key());
-      sources[pins].push_back(Buffers{iovec{memory->base() + o.offset(), o.size()}});
+      sole[pins].Add(o.key(), memory->base() + o.offset(), o.size());
     }
     for (uint32_t pins = 0; pins < 4; ++pins) {
       if (sole[pins].empty()) continue;
@@ -67,13 +65,14 @@ DrainCopyReport ClientImpl::CopySoleReplicasAway(Deadline until) {
       config.with_hard_pin = (pins & 2) != 0;
       // An upsert: the master frees this replica (its segment is draining, so the new one lands
       // elsewhere) and the bytes go straight from this segment's memory to the new replica.
-      auto results = PutBatch(sole[pins], sources[pins], config, /*upsert=*/true, until);
+      std::vector<Status> results(sole[pins].size());
+      PutBatch(sole[pins], config, /*upsert=*/true, until, results);
       for (size_t i = 0; i < results.size(); ++i) {
         if (results[i].ok()) {
           ++report.copied;
         } else {
           ++report.failed;
-          spdlog::warn("drain: key={} not copied: {}", sole[pins][i], results[i].ToString());
+          spdlog::warn("drain: key={} not copied: {}", sole[pins].key(i), results[i].ToString());
         }
       }
     }

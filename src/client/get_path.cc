@@ -13,7 +13,6 @@
 #include "client/replica_order.h"
 #include "client/transfer_plan.h"
 #include "common/checksum.h"
-#include "common/keys.h"
 
 namespace kvpool::client {
 namespace {
@@ -133,23 +132,24 @@ std::string ClientImpl::LeaseLost(const rpc::GetReplicaListReply& located, Clock
                          ping.status().ToString();
 }
 
-std::vector<Result<uint64_t>> ClientImpl::GetBatch(const std::vector<std::string>& keys,
-                                                   const std::vector<Status>& pre,
-                                                   const DestFor& dest_for, Deadline limit,
-                                                   bool verify) {
+void ClientImpl::GetBatch(const std::vector<std::string>& keys, const DestFor& dest_for,
+                          Deadline limit, bool verify, std::vector<Result<uint64_t>>& results) {
   verify = verify || options_.verify_checksum;
   std::vector<Status> status(keys.size());
-  std::vector<Result<uint64_t>> results(keys.size(), Status(ErrorCode::INTERNAL_ERROR, ""));
-  auto fail_all = [&](const Status& st) { return std::vector<Result<uint64_t>>(keys.size(), st); };
-  if (Status st = CheckOpen(); !st.ok()) return fail_all(st);
-  std::vector<std::string> wanted;
   std::vector<size_t> sent;
+  sent.reserve(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
-    status[i] = pre[i].ok() ? ValidateKey(keys[i]) : pre[i];
-    if (!status[i].ok()) continue;
-    wanted.push_back(keys[i]);
-    sent.push_back(i);
+    if (results[i].ok()) {
+      sent.push_back(i);
+    } else {
+      status[i] = results[i].status();
+    }
   }
+  std::vector<std::string> some;  // the keys sent, when not all of them are
+  if (sent.size() != keys.size()) {
+    for (size_t i : sent) some.push_back(keys[i]);
+  }
+  const std::vector<std::string>& wanted = sent.size() == keys.size() ? keys : some;
   const Clock::time_point asked = Clock::now();  // the lease runs from no earlier than this
   Result<rpc::GetReplicaListReply> located = rpc::GetReplicaListReply();
   if (!sent.empty()) {
@@ -211,7 +211,6 @@ std::vector<Result<uint64_t>> ClientImpl::GetBatch(const std::vector<std::string
     }
     results[i] = status[i].ok() ? Result<uint64_t>(sizes[i]) : Result<uint64_t>(status[i]);
   }
-  return results;
 }
 
 }  // namespace kvpool::client

@@ -74,15 +74,12 @@ class HostedClient : public Client {
   // call returns (the attach service's regions of a session): no registry check, so a node
   // need not register its sessions' regions with its own store. Our own segment is reached by
   // memcpy, peers' over TCP.
-  // Per-key results and errors as BatchPutFromMultiBuffers / BatchGetIntoMultiBuffers; every
+  // Checked as Client::Put / Get check a batch; per-key results and errors as theirs; every
   // wait is also bounded by `limit`.
-  virtual std::vector<Status> PutVouched(const std::vector<std::string>& keys,
-                                         const std::vector<Buffers>& sources,
-                                         const ReplicateConfig& config, bool upsert,
-                                         Deadline limit) = 0;
-  virtual std::vector<Result<uint64_t>> GetVouched(const std::vector<std::string>& keys,
-                                                   const std::vector<Buffers>& dests,
-                                                   Deadline limit, bool verify_checksum) = 0;
+  virtual std::vector<Status> PutVouched(const ObjectBatch& batch, const ReplicateConfig& config,
+                                         bool upsert, Deadline limit) = 0;
+  virtual std::vector<Result<uint64_t>> GetVouched(const ObjectBatch& batch, Deadline limit,
+                                                   bool verify_checksum) = 0;
   // A get whose destinations are chosen once sizes are known (`dest_for`, called on this
   // thread, at most once per key); the memory need not be registered: the caller vouches for it.
   virtual std::vector<Result<uint64_t>> GetWithDest(const std::vector<std::string>& keys,

@@ -6,6 +6,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/key_chunks.h"
+#include "kvpool/batch.h"
+
 namespace kvpool::client {
 
 // Elements [begin, end) of `v`.
@@ -24,6 +27,22 @@ auto ConcatChunks(const std::vector<std::pair<size_t, size_t>>& chunks, Call&& c
     std::move(part.begin(), part.end(), std::back_inserter(out));
   }
   return out;
+}
+
+// A batch too big for one frame, one frame's worth at a time: send(part, begin, end,
+// part_results) once per chunk of keys [begin, end), with that chunk's objects and their
+// entries of `results` (in and out). false, sending nothing, when the batch fits in one frame.
+template <typename R, typename Send>
+bool SendInChunks(const ObjectBatch& batch, std::vector<R>& results, Send&& send) {
+  const auto chunks = KeyChunks(batch.keys());
+  if (chunks.size() <= 1) return false;
+  for (auto [begin, end] : chunks) {
+    const auto first = results.begin() + static_cast<std::ptrdiff_t>(begin);
+    std::vector<R> part(first, results.begin() + static_cast<std::ptrdiff_t>(end));
+    send(batch.Part(begin, end), begin, end, part);
+    std::move(part.begin(), part.end(), first);
+  }
+  return true;
 }
 
 }  // namespace kvpool::client

@@ -68,6 +68,21 @@ std::vector<Result<bool>> AskExists(master::MasterClient& master,
   return out;
 }
 
+rpc::ScanKeys ScanRequest(const std::string& prefix, const std::string& cursor, uint32_t limit) {
+  rpc::ScanKeys req;
+  req.set_prefix(prefix);
+  req.set_cursor(cursor);
+  req.set_limit(limit);
+  return req;
+}
+
+Client::KeyScanPage PageOf(const rpc::ScanKeysReply& reply) {
+  Client::KeyScanPage page;
+  page.keys.assign(reply.keys().begin(), reply.keys().end());
+  page.next_cursor = reply.next_cursor();
+  return page;
+}
+
 Result<size_t> AskExistsPrefix(master::MasterClient& master, std::span<const std::string_view> keys,
                                Deadline deadline) {
   for (std::string_view k : keys) KVPOOL_RETURN_IF_ERROR(ValidateKey(k));

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/time.h"
+#include "kvpool/client.h"
 #include "kvpool/status.h"
 #include "master_client/master_client.h"
 
@@ -35,6 +36,10 @@ void SpreadCodes(const Result<rpc::CodesReply>& reply, const std::vector<size_t>
 // Whether each key exists (in DRAM or on a disk tier). The views need only outlive the call.
 std::vector<Result<bool>> AskExists(master::MasterClient& master,
                                     std::span<const std::string_view> keys, Deadline deadline);
+
+// A scan request, and the page its reply makes (Client::ScanKeys), for the master and the node.
+rpc::ScanKeys ScanRequest(const std::string& prefix, const std::string& cursor, uint32_t limit);
+Client::KeyScanPage PageOf(const rpc::ScanKeysReply& reply);
 
 // How many leading keys exist. Errors: INVALID_PARAMS for an invalid key, or the request's.
 Result<size_t> AskExistsPrefix(master::MasterClient& master, std::span<const std::string_view> keys,

@@ -10,7 +10,6 @@
 #include "client/replicate_config_proto.h"
 #include "client/transfer_plan.h"
 #include "common/checksum.h"
-#include "common/keys.h"
 
 namespace kvpool::client {
 namespace {
@@ -21,10 +20,8 @@ Status FromCode(int32_t code, const std::string& message) {
 
 }  // namespace
 
-std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
-                                         const std::vector<Buffers>& sources,
-                                         const ReplicateConfig& config, bool upsert,
-                                         Deadline limit) {
+void ClientImpl::PutBatch(const ObjectBatch& batch, const ReplicateConfig& config, bool upsert,
+                          Deadline limit, std::vector<Status>& results) {
   // Two kinds of keys are put again in passes of their own, until rpc_timeout (or `limit`):
   // - keys whose replica's host did not answer (a dead or hung segment host: RPC_FAIL,
   //   RPC_TIMEOUT) are placed again at once on other segments (the failed ones excluded; the
@@ -44,20 +41,14 @@ std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
       std::min(limit, DeadlineAfter(options_.rpc_timeout + options_.transfer_timeout));
   std::set<std::string> unreachable;
   PutRetries retries;
-  std::vector<Status> results =
-      PutPass(keys, sources, config, upsert, limit, &unreachable, &retries);
-  // Puts the keys `subset` (indices into keys) again; returns their own retries, as indices
-  // into keys.
+  PutPass(batch, config, upsert, limit, &unreachable, &retries, results);
+  // Puts the objects `subset` (indices into the batch) again; returns their own retries, as
+  // indices into the batch.
   auto again = [&](const std::vector<size_t>& subset) {
-    std::vector<std::string> again_keys;
-    std::vector<Buffers> again_sources;
-    for (size_t i : subset) {
-      again_keys.push_back(keys[i]);
-      again_sources.push_back(sources[i]);
-    }
     PutRetries more;
-    std::vector<Status> r = PutPass(again_keys, again_sources, ConfigForKeys(config, subset),
-                                    upsert, replace_until, &unreachable, &more);
+    std::vector<Status> r(subset.size());
+    PutPass(batch.Subset(subset), ConfigForKeys(config, subset), upsert, replace_until,
+            &unreachable, &more, r);
     for (size_t k = 0; k < subset.size(); ++k) results[subset[k]] = std::move(r[k]);
     for (size_t& k : more.waiting) k = subset[k];
     for (size_t& k : more.replace) k = subset[k];
@@ -79,35 +70,24 @@ std::vector<Status> ClientImpl::PutBatch(const std::vector<std::string>& keys,
     delay = std::min(delay * 2, kMaxDelay);
     waiting = again(waiting).waiting;  // a key that now hits a dead host keeps that error
   }
-  return results;
 }
 
-std::vector<Status> ClientImpl::PutPass(const std::vector<std::string>& keys,
-                                        const std::vector<Buffers>& sources,
-                                        const ReplicateConfig& config, bool upsert, Deadline limit,
-                                        std::set<std::string>* unreachable, PutRetries* retries) {
-  std::vector<Status> results(keys.size());
-  if (Status st = CheckOpen(); !st.ok()) return std::vector<Status>(keys.size(), st);
-  if (config.replica_num == 0) {
-    return std::vector<Status>(keys.size(),
-                               Status(ErrorCode::INVALID_PARAMS, "replica_num must be at least 1"));
-  }
-  if (Status st = CheckGroupIds(config, keys.size()); !st.ok()) {
-    return std::vector<Status>(keys.size(), st);
-  }
+void ClientImpl::PutPass(const ObjectBatch& batch, const ReplicateConfig& config, bool upsert,
+                         Deadline limit, std::set<std::string>* unreachable, PutRetries* retries,
+                         std::vector<Status>& results) {
+  const std::vector<std::string>& keys = batch.keys();
   std::vector<master::MasterClient::PutItem> items;
   std::vector<size_t> sent;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    results[i] = ValidateKey(keys[i]);
-    uint64_t size = TotalLength(sources[i]);
-    if (results[i].ok() && size == 0) {
-      results[i] = Status(ErrorCode::INVALID_PARAMS, fmt::format("key={}: size is 0", keys[i]));
-    }
+  for (size_t i = 0; i < batch.size(); ++i) {
     if (!results[i].ok()) continue;
-    items.push_back({keys[i], size});
+    items.push_back({keys[i], batch.bytes(i)});
     sent.push_back(i);
   }
-  if (sent.empty()) return results;
+  if (sent.empty()) return;
+  if (Status st = CheckOpen(); !st.ok()) {  // closed by another thread meanwhile
+    for (size_t i : sent) results[i] = st;
+    return;
+  }
 
   rpc::ReplicateConfig placement = ToProto(ConfigForKeys(config, sent));
   for (const std::string& segment : *unreachable) placement.add_excluded_segments(segment);
@@ -118,7 +98,7 @@ std::vector<Status> ClientImpl::PutPass(const std::vector<std::string>& keys,
   }
   if (!started.ok()) {
     for (size_t i : sent) results[i] = started.status();
-    return results;
+    return;
   }
 
   TransferPlan plan(&transfer_workers_);
@@ -137,11 +117,11 @@ std::vector<Status> ClientImpl::PutPass(const std::vector<std::string>& keys,
     written.push_back(i);
     placed_on[i] = &r;
     for (const auto& replica : r.replicas()) {
-      if (replica.length() != TotalLength(sources[i])) {
+      if (replica.length() != batch.bytes(i)) {
         results[i] = Status(ErrorCode::INVALID_REPLICA,
                             fmt::format("key={}: master placed {} bytes for a {}-byte object",
-                                        keys[i], replica.length(), TotalLength(sources[i])));
-      } else if (Status st = plan.Add(i, replica, sources[i]); !st.ok()) {
+                                        keys[i], replica.length(), batch.bytes(i)));
+      } else if (Status st = plan.Add(i, replica, batch.buffers(i)); !st.ok()) {
         results[i] = st;
       }
     }
@@ -173,7 +153,7 @@ std::vector<Status> ClientImpl::PutPass(const std::vector<std::string>& keys,
   for (size_t i : written) {
     if (results[i].ok()) {
       commit_keys.push_back(keys[i]);
-      commit_checksums.push_back(checksums[i] != 0 ? checksums[i] : ChecksumOf(sources[i]));
+      commit_checksums.push_back(checksums[i] != 0 ? checksums[i] : ChecksumOf(batch.buffers(i)));
       committed.push_back(i);
     } else {
       revoke_keys.push_back(keys[i]);
@@ -189,7 +169,7 @@ std::vector<Status> ClientImpl::PutPass(const std::vector<std::string>& keys,
     retries->replace.clear();
     // Not committed: invisible to readers; the master reclaims the reservations.
     for (size_t i : committed) results[i] = ended.status();
-    return results;
+    return;
   }
   for (size_t k = 0; k < committed.size() && k < static_cast<size_t>(ended->codes_size()); ++k) {
     int32_t code = ended->codes(static_cast<int>(k));
@@ -200,7 +180,6 @@ std::vector<Status> ClientImpl::PutPass(const std::vector<std::string>& keys,
       results[committed[k]] = FromCode(code, msg);
     }
   }
-  return results;
 }
 
 }  // namespace kvpool::client

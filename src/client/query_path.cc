@@ -8,23 +8,15 @@
 #include "common/keys.h"
 
 namespace kvpool::client {
-Result<bool> ClientImpl::IsExist(const std::string& key) {
-  const std::string_view one[] = {key};
-  return BatchIsExist(std::span<const std::string_view>(one))[0];
-}
-
-std::vector<Result<bool>> ClientImpl::BatchIsExist(std::span<const std::string_view> keys) {
-  if (Status st = CheckOpen(); !st.ok()) return std::vector<Result<bool>>(keys.size(), st);
+std::vector<Result<bool>> ClientImpl::ExistKeys(std::span<const std::string_view> keys) {
   return AskExists(*master_, keys, RpcDeadline());
 }
 
-Result<size_t> ClientImpl::ExistsPrefix(std::span<const std::string_view> keys) {
-  KVPOOL_RETURN_IF_ERROR(CheckOpen());
+Result<size_t> ClientImpl::CountExistingPrefix(std::span<const std::string_view> keys) {
   return AskExistsPrefix(*master_, keys, RpcDeadline());
 }
 
-Result<uint64_t> ClientImpl::GetSize(const std::string& key) {
-  KVPOOL_RETURN_IF_ERROR(CheckOpen());
+Result<uint64_t> ClientImpl::SizeOf(const std::string& key) {
   KVPOOL_RETURN_IF_ERROR(ValidateKey(key));
   std::vector<std::string> one = {key};
   auto r = master_->GetReplicaList(one, /*no_lease=*/true, RpcDeadline());
@@ -35,14 +27,9 @@ Result<uint64_t> ClientImpl::GetSize(const std::string& key) {
   return loc.size();
 }
 
-Status ClientImpl::Remove(const std::string& key, bool force) {
-  return BatchRemove({key}, force)[0];
-}
-
-std::vector<Status> ClientImpl::BatchRemove(const std::vector<std::string>& keys, bool force) {
+std::vector<Status> ClientImpl::RemoveKeys(const std::vector<std::string>& keys, bool force) {
   std::vector<Status> status;
   std::vector<size_t> sent;
-  if (Status st = CheckOpen(); !st.ok()) return std::vector<Status>(keys.size(), st);
   std::vector<std::string> copy;
   const auto& valid = ValidKeys(keys, status, sent, &copy);
   if (!sent.empty())
@@ -50,40 +37,26 @@ std::vector<Status> ClientImpl::BatchRemove(const std::vector<std::string>& keys
   return status;
 }
 
-Result<uint64_t> ClientImpl::RemoveAll(bool force) {
-  KVPOOL_RETURN_IF_ERROR(CheckOpen());
+Result<uint64_t> ClientImpl::RemoveEvery(bool force) {
   return master_->RemoveAll(force, RpcDeadline());
 }
 
-Result<Client::KeyScanPage> ClientImpl::ScanKeys(const std::string& prefix,
+Result<Client::KeyScanPage> ClientImpl::ScanPage(const std::string& prefix,
                                                  const std::string& cursor, uint32_t limit) {
-  KVPOOL_RETURN_IF_ERROR(CheckOpen());
-  rpc::ScanKeys req;
-  req.set_prefix(prefix);
-  req.set_cursor(cursor);
-  req.set_limit(limit);
-  auto r = master_->ScanKeys(std::move(req), RpcDeadline());
+  auto r = master_->ScanKeys(ScanRequest(prefix, cursor, limit), RpcDeadline());
   if (!r.ok()) return r.status();
-  KeyScanPage page;
-  page.keys.assign(r->keys().begin(), r->keys().end());
-  page.next_cursor = r->next_cursor();
-  return page;
+  return PageOf(*r);
 }
 
-Result<PoolStat> ClientImpl::Stat() {
-  KVPOOL_RETURN_IF_ERROR(CheckOpen());
+Result<PoolStat> ClientImpl::PoolStats() {
   auto r = master_->Stat(RpcDeadline());
   if (!r.ok()) return r.status();
   return PoolStatFromProto(*r);
 }
 
-int ClientImpl::HealthCheck() {
-  if (closed_.load()) return 1;
-  return master_->Ping(RpcDeadline()).ok() ? 0 : 2;
-}
+int ClientImpl::Health() { return master_->Ping(RpcDeadline()).ok() ? 0 : 2; }
 
-Status ClientImpl::Close() {
-  if (closed_.exchange(true)) return Status::Ok();
+void ClientImpl::Shutdown() {
   if (lease_flusher_ != nullptr) {
     // A reader that closes leaves no lease behind: what is still queued goes now.
     lease_flusher_->Stop();
@@ -109,7 +82,6 @@ Status ClientImpl::Close() {
   }
   buffers_.Clear();
   data_pool_.Clear();
-  return Status::Ok();
 }
 
 }  // namespace kvpool::client

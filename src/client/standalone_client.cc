@@ -113,11 +113,6 @@ Status StandaloneClient::Init() {
   return Status::Ok();
 }
 
-Status StandaloneClient::CheckOpen() const {
-  if (closed_.load()) return Status(ErrorCode::UNAVAILABLE_IN_CURRENT_STATUS, "client is closed");
-  return Status::Ok();
-}
-
 Deadline StandaloneClient::DataDeadline() const {
   // A put is three phases at the node: PUT_START, the transfer, PUT_END.
   return DeadlineAfter(2 * options_.rpc_timeout + options_.transfer_timeout);
@@ -163,8 +158,7 @@ void StandaloneClient::UnregisterRegionAtNode(uint64_t region_id) {
   }
 }
 
-Status StandaloneClient::RegisterBuffer(void* ptr, size_t size) {
-  KVPOOL_RETURN_IF_ERROR(CheckOpen());
+Status StandaloneClient::RegisterMemory(void* ptr, size_t size) {
   KVPOOL_RETURN_IF_ERROR(CheckAddressRange(ptr, size, "register_buffer"));
   const auto start = reinterpret_cast<uintptr_t>(ptr);
   if (size == 0) {
@@ -204,8 +198,7 @@ Status StandaloneClient::RegisterBuffer(void* ptr, size_t size) {
   return Status::Ok();
 }
 
-Status StandaloneClient::UnregisterBuffer(void* ptr) {
-  KVPOOL_RETURN_IF_ERROR(CheckOpen());
+Status StandaloneClient::UnregisterMemory(void* ptr) {
   std::lock_guard<std::mutex> lock(register_mu_);
   auto orphans = regions_.RemoveRange(reinterpret_cast<uintptr_t>(ptr));
   if (!orphans.ok()) return orphans.status();
@@ -245,11 +238,6 @@ std::vector<Status> StatusesOf(const Status& call, const rpc::CodesReply& reply,
 
 }  // namespace
 
-Result<bool> StandaloneClient::IsExist(const std::string& key) {
-  const std::string_view one[] = {key};
-  return BatchIsExist(std::span<const std::string_view>(one))[0];
-}
-
 namespace {
 
 // The master could not be reached at all (it may be reachable through the node still, e.g. a
@@ -265,9 +253,7 @@ bool StandaloneClient::DirectQueries() const {
   return master_ != nullptr && link_->up() && link_->names_master();
 }
 
-std::vector<Result<bool>> StandaloneClient::BatchIsExist(std::span<const std::string_view> keys) {
-  if (Status st = CheckOpen(); !st.ok()) return std::vector<Result<bool>>(keys.size(), st);
-  if (keys.empty()) return {};
+std::vector<Result<bool>> StandaloneClient::ExistKeys(std::span<const std::string_view> keys) {
   if (DirectQueries()) {
     std::vector<Result<bool>> out = AskExists(*master_, keys, RpcDeadline());
     if (std::none_of(out.begin(), out.end(),
@@ -298,8 +284,7 @@ std::vector<Result<bool>> StandaloneClient::RelayedExists(std::span<const std::s
   return out;
 }
 
-Result<size_t> StandaloneClient::ExistsPrefix(std::span<const std::string_view> keys) {
-  KVPOOL_RETURN_IF_ERROR(CheckOpen());
+Result<size_t> StandaloneClient::CountExistingPrefix(std::span<const std::string_view> keys) {
   if (DirectQueries()) {
     Result<size_t> direct = AskExistsPrefix(*master_, keys, RpcDeadline());
     if (!Unreached(direct.status())) return direct;
@@ -320,8 +305,7 @@ Result<size_t> StandaloneClient::RelayedExistsPrefix(std::span<const std::string
   return count;
 }
 
-Result<uint64_t> StandaloneClient::GetSize(const std::string& key) {
-  KVPOOL_RETURN_IF_ERROR(CheckOpen());
+Result<uint64_t> StandaloneClient::SizeOf(const std::string& key) {
   rpc::LocalGetReply reply;
   KVPOOL_RETURN_IF_ERROR(link_->Data(rpc::LOCAL_GET_SIZE, KeysOf(std::vector<std::string>{key}),
                                      &reply, RpcDeadline()));
@@ -332,25 +316,17 @@ Result<uint64_t> StandaloneClient::GetSize(const std::string& key) {
   return reply.sizes(0);
 }
 
-Status StandaloneClient::Remove(const std::string& key, bool force) {
-  return BatchRemove({key}, force)[0];
-}
-
-std::vector<Status> StandaloneClient::BatchRemove(const std::vector<std::string>& keys,
-                                                  bool force) {
-  if (Status st = CheckOpen(); !st.ok()) return std::vector<Status>(keys.size(), st);
-  if (keys.empty()) return {};
+std::vector<Status> StandaloneClient::RemoveKeys(const std::vector<std::string>& keys, bool force) {
   if (auto chunks = KeyChunks(keys); chunks.size() > 1) {  // too big for one frame
     return ConcatChunks(chunks,
-                        [&](size_t b, size_t e) { return BatchRemove(PartOf(keys, b, e), force); });
+                        [&](size_t b, size_t e) { return RemoveKeys(PartOf(keys, b, e), force); });
   }
   rpc::CodesReply reply;
   Status call = link_->Data(rpc::LOCAL_REMOVE, KeysOf(keys, force), &reply, RpcDeadline());
   return StatusesOf(call, reply, keys.size());
 }
 
-Result<uint64_t> StandaloneClient::RemoveAll(bool force) {
-  KVPOOL_RETURN_IF_ERROR(CheckOpen());
+Result<uint64_t> StandaloneClient::RemoveEvery(bool force) {
   rpc::RemoveAll req;
   req.set_force(force);
   rpc::RemoveAllReply reply;
@@ -358,35 +334,23 @@ Result<uint64_t> StandaloneClient::RemoveAll(bool force) {
   return reply.removed();
 }
 
-Result<Client::KeyScanPage> StandaloneClient::ScanKeys(const std::string& prefix,
+Result<Client::KeyScanPage> StandaloneClient::ScanPage(const std::string& prefix,
                                                        const std::string& cursor, uint32_t limit) {
-  KVPOOL_RETURN_IF_ERROR(CheckOpen());
-  rpc::ScanKeys req;
-  req.set_prefix(prefix);
-  req.set_cursor(cursor);
-  req.set_limit(limit);
   rpc::ScanKeysReply r;
-  KVPOOL_RETURN_IF_ERROR(link_->Data(rpc::LOCAL_SCAN_KEYS, req, &r, RpcDeadline()));
-  KeyScanPage page;
-  page.keys.assign(r.keys().begin(), r.keys().end());
-  page.next_cursor = r.next_cursor();
-  return page;
+  KVPOOL_RETURN_IF_ERROR(
+      link_->Data(rpc::LOCAL_SCAN_KEYS, ScanRequest(prefix, cursor, limit), &r, RpcDeadline()));
+  return PageOf(r);
 }
 
-Result<PoolStat> StandaloneClient::Stat() {
-  KVPOOL_RETURN_IF_ERROR(CheckOpen());
+Result<PoolStat> StandaloneClient::PoolStats() {
   rpc::StatReply r;
   KVPOOL_RETURN_IF_ERROR(link_->Data(rpc::LOCAL_STAT, rpc::Empty(), &r, RpcDeadline()));
   return PoolStatFromProto(r);
 }
 
-int StandaloneClient::HealthCheck() {
-  if (closed_.load()) return 1;
-  return link_->Health();
-}
+int StandaloneClient::Health() { return link_->Health(); }
 
-Status StandaloneClient::Close() {
-  if (closed_.exchange(true)) return Status::Ok();
+void StandaloneClient::Shutdown() {
   link_->Close();  // the node drops the session and unmaps this process's memory
   std::lock_guard<std::mutex> lock(staging_mu_);
   if (staging_ != nullptr) {
@@ -394,7 +358,6 @@ Status StandaloneClient::Close() {
     staging_ = nullptr;
   }
   regions_.Clear();
-  return Status::Ok();
 }
 
 }  // namespace client

@@ -31,71 +31,50 @@ class StandaloneClient : public Client {
   // Attaches, allocates and registers the staging buffer, starts the heartbeat.
   Status Init();
 
-  Status RegisterBuffer(void* ptr, size_t size) override;
-  Status UnregisterBuffer(void* ptr) override;
-  Status PutFrom(const std::string& key, const void* ptr, size_t size,
-                 const ReplicateConfig& config) override;
-  Result<uint64_t> GetInto(const std::string& key, void* ptr, size_t size) override;
-  std::vector<Status> BatchPutFrom(const std::vector<std::string>& keys,
-                                   const std::vector<const void*>& ptrs,
-                                   const std::vector<size_t>& sizes,
-                                   const ReplicateConfig& config) override;
-  std::vector<Result<uint64_t>> BatchGetInto(const std::vector<std::string>& keys,
-                                             const std::vector<void*>& ptrs,
-                                             const std::vector<size_t>& sizes) override;
-  std::vector<Status> BatchPutFromMultiBuffers(const std::vector<std::string>& keys,
-                                               const std::vector<std::vector<const void*>>& ptrs,
-                                               const std::vector<std::vector<size_t>>& sizes,
-                                               const ReplicateConfig& config) override;
-  std::vector<Result<uint64_t>> BatchGetIntoMultiBuffers(
-      const std::vector<std::string>& keys, const std::vector<std::vector<void*>>& ptrs,
-      const std::vector<std::vector<size_t>>& sizes) override;
-  std::vector<Status> BatchUpsertFrom(const std::vector<std::string>& keys,
-                                      const std::vector<const void*>& ptrs,
-                                      const std::vector<size_t>& sizes,
-                                      const ReplicateConfig& config) override;
-  std::vector<Status> BatchPut(const std::vector<std::string>& keys,
-                               const std::vector<std::span<const uint8_t>>& values,
-                               const ReplicateConfig& config) override;
-  std::vector<Result<std::vector<uint8_t>>> BatchGet(const std::vector<std::string>& keys) override;
-  Result<bool> IsExist(const std::string& key) override;
-  using Client::BatchIsExist;  // and ExistsPrefix: the std::string forms
-  using Client::ExistsPrefix;
-  std::vector<Result<bool>> BatchIsExist(std::span<const std::string_view> keys) override;
-  Result<size_t> ExistsPrefix(std::span<const std::string_view> keys) override;
-  Result<uint64_t> GetSize(const std::string& key) override;
-  Status Remove(const std::string& key, bool force) override;
-  std::vector<Status> BatchRemove(const std::vector<std::string>& keys, bool force) override;
-  Result<uint64_t> RemoveAll(bool force) override;
-  Result<KeyScanPage> ScanKeys(const std::string& prefix, const std::string& cursor,
-                               uint32_t limit) override;
-  Result<PoolStat> Stat() override;
-  int HealthCheck() override;
-  Status Close() override;
-  std::string SegmentName() const override { return link_->segment_name(); }
-
  private:
-  // standalone_data.cc
-  std::vector<Status> PutSlices(const std::vector<std::string>& keys,
-                                const std::vector<std::vector<const void*>>& ptrs,
-                                const std::vector<std::vector<size_t>>& sizes,
-                                const ReplicateConfig& config, bool upsert);
+  // ---- The operations of Client (include/kvpool/client.h) ----
+  // standalone_client.cc
+  Status RegisterMemory(void* ptr, size_t size) override;
+  Status UnregisterMemory(void* ptr) override;
+  std::vector<Result<bool>> ExistKeys(std::span<const std::string_view> keys) override;
+  Result<size_t> CountExistingPrefix(std::span<const std::string_view> keys) override;
+  Result<uint64_t> SizeOf(const std::string& key) override;
+  std::vector<Status> RemoveKeys(const std::vector<std::string>& keys, bool force) override;
+  Result<uint64_t> RemoveEvery(bool force) override;
+  Result<KeyScanPage> ScanPage(const std::string& prefix, const std::string& cursor,
+                               uint32_t limit) override;
+  Result<PoolStat> PoolStats() override;
+  int Health() override;
+  void Shutdown() override;
+  std::string OwnSegment() const override { return link_->segment_name(); }
+  // standalone_data.cc (registered memory) and standalone_copy.cc (the copying calls)
+  void PutObjects(const ObjectBatch& batch, const ReplicateConfig& config, bool upsert,
+                  bool registered, std::vector<Status>& results) override;
+  void GetObjects(const ObjectBatch& batch, std::vector<Result<uint64_t>>& results) override;
+  std::vector<Result<std::vector<uint8_t>>> GetCopies(
+      const std::vector<std::string>& keys) override;
+
+  // standalone_data.cc: one LOCAL_PUT / LOCAL_GET of the batch's slices (a batch within one
+  // frame), for the objects whose results[i] is OK on entry.
+  void PutSlices(const ObjectBatch& batch, const ReplicateConfig& config, bool upsert,
+                 std::vector<Status>& results);
+  void GetSlices(const ObjectBatch& batch, std::vector<Result<uint64_t>>& results);
   // Sends one LOCAL_PUT for the objects of `req`, whose batch indexes are `sent`.
   void SendPut(rpc::LocalPut& req, const std::vector<size_t>& sent, std::vector<Status>& out);
   // Sends one LOCAL_GET; `reply` is checked to have one entry per object.
   Status SendGet(rpc::LocalGet& req, rpc::LocalGetReply* reply);
 
   // standalone_copy.cc
-  // One key through a temporary shared allocation (a value larger than the staging buffer).
-  Status PutThroughTemporary(const std::string& key, std::span<const uint8_t> value,
-                             const ReplicateConfig& config);
+  // The copying put of a batch within one frame: packed into the staging buffer.
+  void PutCopies(const ObjectBatch& batch, const ReplicateConfig& config,
+                 std::vector<Status>& results);
+  // Object i of `batch` through a temporary shared allocation (larger than the staging buffer).
+  Status PutThroughTemporary(const ObjectBatch& batch, size_t i, const ReplicateConfig& config);
   Result<std::vector<uint8_t>> GetThroughTemporary(const std::string& key, uint64_t size);
   // Shares `ptr` (a HostMemAllocator allocation) with the node as a staging region.
   Result<uint64_t> RegisterStagingRegion(void* ptr, uint64_t size);
   void UnregisterRegionAtNode(uint64_t region_id);
 
-  // UNAVAILABLE_IN_CURRENT_STATUS after Close().
-  Status CheckOpen() const;
   // The deadline the node must finish a data call by; the client waits a grace period longer
   // so that no reply (and no write into its pages) can come after it gave up.
   Deadline DataDeadline() const;
@@ -122,8 +101,6 @@ class StandaloneClient : public Client {
   uint8_t* staging_ = nullptr;
   uint64_t staging_size_ = 0;
   uint64_t staging_region_ = 0;
-
-  std::atomic<bool> closed_{false};
 };
 
 }  // namespace kvpool::client

@@ -26,32 +26,27 @@ rpc::Slice SliceOf(uint64_t region, uint64_t offset, uint64_t length) {
   return s;
 }
 
+// Copies `buffers`, one after another, to `dest`.
+void CopyInto(uint8_t* dest, std::span<const iovec> buffers) {
+  for (const iovec& b : buffers) {
+    if (b.iov_len > 0) std::memcpy(dest, b.iov_base, b.iov_len);
+    dest += b.iov_len;
+  }
+}
+
 }  // namespace
 
-std::vector<Status> StandaloneClient::BatchPut(const std::vector<std::string>& keys,
-                                               const std::vector<std::span<const uint8_t>>& values,
-                                               const ReplicateConfig& config) {
-  Status whole = CheckOpen();
-  if (whole.ok() && values.size() != keys.size()) {
-    whole = Status(ErrorCode::INVALID_PARAMS,
-                   fmt::format("{} keys but {} values", keys.size(), values.size()));
-  }
-  if (whole.ok() && config.replica_num == 0) {
-    whole = Status(ErrorCode::INVALID_PARAMS, "replica_num must be at least 1");
-  }
-  if (whole.ok()) whole = CheckGroupIds(config, keys.size());
-  if (!whole.ok()) return std::vector<Status>(keys.size(), whole);
-  if (auto chunks = KeyChunks(keys); chunks.size() > 1) {  // too big for one frame
-    return ConcatChunks(chunks, [&](size_t b, size_t e) {
-      return BatchPut(PartOf(keys, b, e), PartOf(values, b, e), ConfigForKeys(config, b, e));
-    });
-  }
-  std::vector<Status> out(keys.size());
+void StandaloneClient::PutCopies(const ObjectBatch& batch, const ReplicateConfig& config,
+                                 std::vector<Status>& results) {
   std::lock_guard<std::mutex> lock(staging_mu_);
   size_t i = 0;
-  while (i < keys.size()) {
-    if (values[i].size() > staging_size_) {
-      out[i] = PutThroughTemporary(keys[i], values[i], ConfigForKeys(config, i, i + 1));
+  while (i < batch.size()) {
+    if (!results[i].ok()) {
+      ++i;
+      continue;
+    }
+    if (batch.bytes(i) > staging_size_) {
+      results[i] = PutThroughTemporary(batch, i, ConfigForKeys(config, i, i + 1));
       ++i;
       continue;
     }
@@ -59,30 +54,27 @@ std::vector<Status> StandaloneClient::BatchPut(const std::vector<std::string>& k
     rpc::LocalPut req;
     std::vector<size_t> sent;
     uint64_t used = 0;
-    for (; i < keys.size(); ++i) {
-      const uint64_t n = values[i].size();
+    for (; i < batch.size(); ++i) {
+      if (!results[i].ok()) continue;
+      const uint64_t n = batch.bytes(i);
       const uint64_t at = AlignUp(used);
       if (n > staging_size_ || at > staging_size_ || n > staging_size_ - at) break;
-      if (n > 0) std::memcpy(staging_ + at, values[i].data(), n);
+      CopyInto(staging_ + at, batch.buffers(i));
       rpc::LocalObject* obj = req.add_objects();
-      obj->set_key(keys[i]);
+      obj->set_key(batch.key(i));
       *obj->add_slices() = SliceOf(staging_region_, at, n);
       sent.push_back(i);
       used = at + n;
     }
     *req.mutable_config() = ToProto(ConfigForKeys(config, sent));
-    SendPut(req, sent, out);
+    SendPut(req, sent, results);
   }
-  return out;
 }
 
-std::vector<Result<std::vector<uint8_t>>> StandaloneClient::BatchGet(
+std::vector<Result<std::vector<uint8_t>>> StandaloneClient::GetCopies(
     const std::vector<std::string>& keys) {
-  if (Status st = CheckOpen(); !st.ok()) {
-    return std::vector<Result<std::vector<uint8_t>>>(keys.size(), st);
-  }
   if (auto chunks = KeyChunks(keys); chunks.size() > 1) {  // too big for one frame
-    return ConcatChunks(chunks, [&](size_t b, size_t e) { return BatchGet(PartOf(keys, b, e)); });
+    return ConcatChunks(chunks, [&](size_t b, size_t e) { return GetCopies(PartOf(keys, b, e)); });
   }
   std::vector<Result<std::vector<uint8_t>>> out(keys.size(),
                                                 Status(ErrorCode::INTERNAL_ERROR, "not staged"));
@@ -124,21 +116,22 @@ std::vector<Result<std::vector<uint8_t>>> StandaloneClient::BatchGet(
   return out;
 }
 
-Status StandaloneClient::PutThroughTemporary(const std::string& key, std::span<const uint8_t> value,
+Status StandaloneClient::PutThroughTemporary(const ObjectBatch& batch, size_t i,
                                              const ReplicateConfig& config) {
-  auto mem = allocator_.Alloc(value.size());
+  const uint64_t size = batch.bytes(i);
+  auto mem = allocator_.Alloc(size);
   if (!mem.ok()) return mem.status();
-  std::memcpy(*mem, value.data(), value.size());
+  CopyInto(static_cast<uint8_t*>(*mem), batch.buffers(i));
   Status st = Status::Ok();
-  auto region = RegisterStagingRegion(*mem, value.size());
+  auto region = RegisterStagingRegion(*mem, size);
   if (!region.ok()) {
     st = region.status();
   } else {
     rpc::LocalPut req;
     *req.mutable_config() = ToProto(config);
     rpc::LocalObject* obj = req.add_objects();
-    obj->set_key(key);
-    *obj->add_slices() = SliceOf(*region, 0, value.size());
+    obj->set_key(batch.key(i));
+    *obj->add_slices() = SliceOf(*region, 0, size);
     std::vector<Status> one(1);
     SendPut(req, {0}, one);
     st = one[0];

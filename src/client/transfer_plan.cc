@@ -7,7 +7,7 @@
 namespace kvpool::client {
 
 Status TransferPlan::Add(size_t object, const rpc::Replica& replica,
-                         const std::vector<iovec>& memory) {
+                         std::span<const iovec> memory) {
   std::pair<std::string, uint64_t> id(replica.segment_name(), replica.segment_incarnation());
   auto it = segments_.find(id);
   if (it == segments_.end()) {

@@ -51,7 +51,7 @@ class TransferPlan {
   // Adds one replica's move: `memory` (exactly replica.length() bytes) <-> the replica's range,
   // carrying the replica's grant (a tenant's; rpc/grant.h) along to the segment host.
   // Errors: INVALID_REPLICA when the master sent an unparsable endpoint.
-  Status Add(size_t object, const rpc::Replica& replica, const std::vector<iovec>& memory);
+  Status Add(size_t object, const rpc::Replica& replica, std::span<const iovec> memory);
 
   // Runs every segment's moves (write: memory -> segments; read: segments -> memory) with
   // `transport_for(segment_name)` (called from several threads at once when the plan has

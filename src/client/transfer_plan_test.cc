@@ -132,7 +132,9 @@ TEST(TransferPlanTest, AFailedReadWhoseRangesAllClaimGoodFailsThemAll) {
   std::vector<uint8_t> dst(kObjects * kObj, 0);
   TransferPlan plan;
   for (size_t i = 0; i < kObjects; ++i) {
-    ASSERT_TRUE(plan.Add(i, ReplicaAt("a", i * kObj, kObj), {{dst.data() + i * kObj, kObj}}).ok());
+    ASSERT_TRUE(plan.Add(i, ReplicaAt("a", i * kObj, kObj),
+                         std::vector<iovec>{{dst.data() + i * kObj, kObj}})
+                    .ok());
   }
   std::vector<Status> per_object(kObjects);
   plan.Run(
@@ -158,8 +160,9 @@ TEST(TransferPlanTest, ARangeFailedOnItsOwnFailsOnlyItsObject) {
     std::vector<uint8_t> dst(kObjects * kObj, 0);
     TransferPlan plan;
     for (size_t i = 0; i < kObjects; ++i) {
-      ASSERT_TRUE(
-          plan.Add(i, ReplicaAt("a", i * kObj, kObj), {{dst.data() + i * kObj, kObj}}).ok());
+      ASSERT_TRUE(plan.Add(i, ReplicaAt("a", i * kObj, kObj),
+                           std::vector<iovec>{{dst.data() + i * kObj, kObj}})
+                      .ok());
     }
     std::vector<Status> per_object(kObjects);
     plan.Run(
@@ -237,7 +240,7 @@ TEST(TransferPlanTest, RangesCarryTheirReplicasGrants) {
       r.mutable_grant()->set_length(100);
       r.mutable_grant()->set_mac("mac" + std::to_string(i));
     }
-    ASSERT_TRUE(plan.Add(i, r, {{mem.data() + i * 100, 100}}).ok());
+    ASSERT_TRUE(plan.Add(i, r, std::vector<iovec>{{mem.data() + i * 100, 100}}).ok());
   }
   std::vector<Status> status(3);
   plan.Run(

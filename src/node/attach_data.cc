@@ -26,11 +26,9 @@ Deadline LimitOf(uint64_t deadline_ns) {
 
 // Objects of a request that passed translation, as the store's batch arguments.
 struct Translated {
-  std::vector<std::string> keys;
-  std::vector<client::Buffers> buffers;  // the node's addresses of each object's slices
-  std::vector<size_t> index;             // request index of each object
-  std::vector<uint64_t> bytes;           // each object's total length
-  std::vector<bool> staging;             // through a staging region (copying path)
+  ObjectBatch batch;          // the node's addresses of each object's slices
+  std::vector<size_t> index;  // request index of each object
+  std::vector<bool> staging;  // through a staging region (copying path)
   std::map<uint64_t, std::shared_ptr<MappedRegion>> hold;  // keeps regions mapped meanwhile
 };
 
@@ -56,28 +54,24 @@ Translated Translate(const Session& session,
                      std::vector<Status>& errors) {
   Translated t;
   errors.assign(objects.size(), Status::Ok());
+  t.batch.Reserve(objects.size(), objects.size());
   for (int i = 0; i < objects.size(); ++i) {
     const rpc::LocalObject& obj = objects[i];
-    client::Buffers buffers;
-    uint64_t bytes = 0;
-    bool staging = false;
     for (const rpc::Slice& s : obj.slices()) {
       auto& region = t.hold[s.region_id()];
       if (region == nullptr) region = session.FindRegion(s.region_id());
-      Status st = CheckSlice(obj.key(), s, region.get());
-      if (!st.ok()) {
-        errors[i] = st;
-        break;
-      }
-      buffers.push_back({region->base() + s.offset(), s.length()});
-      bytes += s.length();
-      staging = staging || region->staging();
+      errors[i] = CheckSlice(obj.key(), s, region.get());
+      if (!errors[i].ok()) break;
     }
     if (!errors[i].ok()) continue;
-    t.keys.push_back(obj.key());
-    t.buffers.push_back(std::move(buffers));
+    bool staging = false;
+    t.batch.AddObject(obj.key());
+    for (const rpc::Slice& s : obj.slices()) {
+      const MappedRegion& region = *t.hold[s.region_id()];
+      t.batch.AddBuffer(region.base() + s.offset(), s.length());
+      staging = staging || region.staging();
+    }
     t.index.push_back(static_cast<size_t>(i));
-    t.bytes.push_back(bytes);
     t.staging.push_back(staging);
   }
   return t;
@@ -136,15 +130,15 @@ LocalReply AttachService::Put(Session& session, const rpc::LocalPut& req) {
   std::vector<Status> status;
   Translated t = Translate(session, req.objects(), status);
   // The store gets only the objects that passed translation: their group ids with them.
-  const std::vector<Status> results = store_->PutVouched(
-      t.keys, t.buffers, client::ConfigForKeys(config, t.index), req.upsert(), limit);
+  const std::vector<Status> results =
+      store_->PutVouched(t.batch, client::ConfigForKeys(config, t.index), req.upsert(), limit);
   rpc::CodesReply reply;
   reply.mutable_codes()->Resize(req.objects_size(), 0);
   for (int i = 0; i < req.objects_size(); ++i) reply.add_messages();
-  for (size_t k = 0; k < t.keys.size(); ++k) {
+  for (size_t k = 0; k < t.batch.size(); ++k) {
     status[t.index[k]] = results[k];
     if (!results[k].ok()) continue;
-    (t.staging[k] ? counters_.copied_bytes : counters_.zero_copy_bytes) += t.bytes[k];
+    (t.staging[k] ? counters_.copied_bytes : counters_.zero_copy_bytes) += t.batch.bytes(k);
   }
   for (int i = 0; i < req.objects_size(); ++i) {
     SetCode(status[i], reply.mutable_codes(), reply.mutable_messages(), i);
@@ -157,13 +151,13 @@ LocalReply AttachService::Get(Session& session, const rpc::LocalGet& req) {
   std::vector<Status> status;
   Translated t = Translate(session, req.objects(), status);
   const std::vector<Result<uint64_t>> results =
-      store_->GetVouched(t.keys, t.buffers, limit, req.verify_checksum());
+      store_->GetVouched(t.batch, limit, req.verify_checksum());
   rpc::LocalGetReply reply;
   const int n = req.objects_size();
   reply.mutable_codes()->Resize(n, 0);
   reply.mutable_sizes()->Resize(n, 0);
   for (int i = 0; i < n; ++i) reply.add_messages();
-  for (size_t k = 0; k < t.keys.size(); ++k) {
+  for (size_t k = 0; k < t.batch.size(); ++k) {
     const int i = static_cast<int>(t.index[k]);
     if (!results[k].ok()) {
       status[i] = results[k].status();

@@ -37,6 +37,22 @@ std::vector<std::vector<const void*>> AsConstPointerLists(
   return out;
 }
 
+Result<ObjectBatch> OneBufferBatch(std::vector<std::string> keys,
+                                   const std::vector<uintptr_t>& addresses,
+                                   const std::vector<uint64_t>& sizes) {
+  if (addresses.size() != keys.size() || sizes.size() != keys.size()) {
+    return Status(ErrorCode::INVALID_PARAMS,
+                  fmt::format("batch of {} keys came with {} buffer lists and {} size lists",
+                              keys.size(), addresses.size(), sizes.size()));
+  }
+  ObjectBatch batch;
+  batch.Reserve(keys.size(), keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    batch.Add(std::move(keys[i]), AsPointer(addresses[i]), sizes[i]);
+  }
+  return batch;
+}
+
 ByteView::ByteView(py::handle obj, bool writable) {
   int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
   if (PyObject_GetBuffer(obj.ptr(), &view_, flags) != 0) {

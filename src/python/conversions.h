@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kvpool/batch.h"
 #include "kvpool/status.h"
 
 namespace kvpool::python {
@@ -24,6 +25,13 @@ std::vector<const void*> AsConstPointers(const std::vector<uintptr_t>& addresses
 std::vector<std::vector<void*>> AsPointerLists(const std::vector<std::vector<uintptr_t>>& lists);
 std::vector<std::vector<const void*>> AsConstPointerLists(
     const std::vector<std::vector<uintptr_t>>& lists);
+
+// The batch of a call with one buffer per key, built where the call enters (the one form it
+// keeps down to the transfer): object i is keys[i] (moved in) at addresses[i], sizes[i] bytes.
+// Errors: INVALID_PARAMS naming the lengths when the lists differ.
+Result<ObjectBatch> OneBufferBatch(std::vector<std::string> keys,
+                                   const std::vector<uintptr_t>& addresses,
+                                   const std::vector<uint64_t>& sizes);
 
 // The bytes of a buffer-protocol object (bytes, bytearray, memoryview, numpy array, ...), held
 // until destruction. C-contiguous only.

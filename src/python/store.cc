@@ -395,38 +395,40 @@ int64_t Store::GetInto(const std::string& key, uintptr_t ptr, uint64_t size) {
 }
 
 namespace {
-// BatchPutFrom and BatchUpsertFrom: `write` is the client's method of that name.
-template <typename Write>
-std::vector<int> WriteBatch(const Result<std::shared_ptr<Client>>& c, const Store::Keys& keys,
+// BatchPutFrom and BatchUpsertFrom: one ObjectBatch, made here from the Python lists.
+std::vector<int> WriteBatch(const Result<std::shared_ptr<Client>>& c, Store::Keys keys,
                             const Store::Addresses& ptrs, const Store::Sizes& sizes,
-                            const PyReplicateConfig& cfg, Write write) {
+                            const PyReplicateConfig& cfg, bool upsert) {
   if (!c.ok()) return Repeat(keys.size(), ToPyCode(c.status()));
   auto core = cfg.ToCore();
   if (!core.ok()) return Repeat(keys.size(), ToPyCode(core.status()));
-  std::vector<size_t> sz(sizes.begin(), sizes.end());
+  const size_t n = keys.size();
+  auto batch = OneBufferBatch(std::move(keys), ptrs, sizes);
+  if (!batch.ok()) return Repeat(n, ToPyCode(batch.status()));
   std::vector<Status> st;
   {
     py::gil_scoped_release nogil;
-    st = ((**c).*write)(keys, AsConstPointers(ptrs), sz, *core);
+    st = (*c)->Put(*batch, *core, upsert);
   }
   return ToPyCodes(st);
 }
 }  // namespace
 
-std::vector<int> Store::BatchPutFrom(const Keys& keys, const Addresses& ptrs, const Sizes& sizes,
+std::vector<int> Store::BatchPutFrom(Keys keys, const Addresses& ptrs, const Sizes& sizes,
                                      const PyReplicateConfig& cfg) {
-  return WriteBatch(client(), keys, ptrs, sizes, cfg, &Client::BatchPutFrom);
+  return WriteBatch(client(), std::move(keys), ptrs, sizes, cfg, /*upsert=*/false);
 }
 
-std::vector<int64_t> Store::BatchGetInto(const Keys& keys, const Addresses& ptrs,
-                                         const Sizes& sizes) {
+std::vector<int64_t> Store::BatchGetInto(Keys keys, const Addresses& ptrs, const Sizes& sizes) {
   auto c = client();
   if (!c.ok()) return Repeat<int64_t>(keys.size(), ToPyCode(c.status()));
-  std::vector<size_t> sz(sizes.begin(), sizes.end());
+  const size_t n = keys.size();
+  auto batch = OneBufferBatch(std::move(keys), ptrs, sizes);
+  if (!batch.ok()) return Repeat<int64_t>(n, ToPyCode(batch.status()));
   std::vector<Result<uint64_t>> r;
   {
     py::gil_scoped_release nogil;
-    r = (*c)->BatchGetInto(keys, AsPointers(ptrs), sz);
+    r = (*c)->Get(*batch);
   }
   return ToPyResults(r);
 }
@@ -474,9 +476,9 @@ int Store::UpsertFrom(const std::string& key, uintptr_t ptr, uint64_t size,
   return BatchUpsertFrom({key}, {ptr}, {size}, cfg)[0];
 }
 
-std::vector<int> Store::BatchUpsertFrom(const Keys& keys, const Addresses& ptrs, const Sizes& sizes,
+std::vector<int> Store::BatchUpsertFrom(Keys keys, const Addresses& ptrs, const Sizes& sizes,
                                         const PyReplicateConfig& cfg) {
-  return WriteBatch(client(), keys, ptrs, sizes, cfg, &Client::BatchUpsertFrom);
+  return WriteBatch(client(), std::move(keys), ptrs, sizes, cfg, /*upsert=*/true);
 }
 
 int Store::IsExist(const std::string& key) {

@@ -60,9 +60,9 @@ class Store {
   int UnregisterBuffer(uintptr_t ptr);
   int PutFrom(const std::string& key, uintptr_t ptr, uint64_t size, const PyReplicateConfig& cfg);
   int64_t GetInto(const std::string& key, uintptr_t ptr, uint64_t size);
-  std::vector<int> BatchPutFrom(const Keys& keys, const Addresses& ptrs, const Sizes& sizes,
+  std::vector<int> BatchPutFrom(Keys keys, const Addresses& ptrs, const Sizes& sizes,
                                 const PyReplicateConfig& cfg);
-  std::vector<int64_t> BatchGetInto(const Keys& keys, const Addresses& ptrs, const Sizes& sizes);
+  std::vector<int64_t> BatchGetInto(Keys keys, const Addresses& ptrs, const Sizes& sizes);
   std::vector<int> BatchPutFromMultiBuffers(const Keys& keys, const std::vector<Addresses>& ptrs,
                                             const std::vector<Sizes>& sizes,
                                             const PyReplicateConfig& cfg);
@@ -71,7 +71,7 @@ class Store {
                                                 const std::vector<Sizes>& sizes);
   int UpsertFrom(const std::string& key, uintptr_t ptr, uint64_t size,
                  const PyReplicateConfig& cfg);
-  std::vector<int> BatchUpsertFrom(const Keys& keys, const Addresses& ptrs, const Sizes& sizes,
+  std::vector<int> BatchUpsertFrom(Keys keys, const Addresses& ptrs, const Sizes& sizes,
                                    const PyReplicateConfig& cfg);
 
   // --- copying (store_copying.cc); values are buffer-protocol objects ---
