@@ -6,7 +6,7 @@
 #     below the client and the node, and talks to the master only through master_client/);
 #   - a file under src/master_client includes "master/", "hosting/", "client/" or "node/";
 #   - a file under src/node includes a client/ header other than the node's own interface to the
-#     client library (client/hosted_client.h) and the shared wire conversions named below;
+#     client library (client/embedded/hosted_client.h) and the shared wire conversions named below;
 #   - a library links one at its own layer or above it (table `layer` below; a new kvpool_
 #     library must be added to the table);
 #   - a file under src/ outside src/tools calls getenv other than src/common/env.cc;
@@ -46,14 +46,14 @@ forbid_includes master_client 'master/|hosting/|client/|node/' \
 # The node sees the client library through hosted_client.h only, plus the conversions it shares
 # with it (PoolStat and ReplicateConfig on the wire, the security flags of a ClientOptions) and,
 # in a test, the host allocator's registry the node's mapped regions must be found in.
-node_allowed='client/(hosted_client|pool_stat_proto|replicate_config_proto|client_security)\.h'
+node_allowed='client/(embedded/hosted_client|shared/pool_stat_proto|shared/replicate_config_proto|client_security)\.h'
 while IFS= read -r hit; do
   [ -z "${hit}" ] && continue
   file=${hit%%:*}
   [[ "${hit}" =~ include[[:space:]]*\"([^\"]+)\" ]] && inc=${BASH_REMATCH[1]} || inc=
   if [[ "${inc}" =~ ^${node_allowed}$ ]]; then continue; fi
-  if [[ "${file}" == *_test.cc && "${inc}" == client/host_memory_registry.h ]]; then continue; fi
-  fail "${hit#"${src}"/}: src/node uses the client library through client/hosted_client.h only"
+  if [[ "${file}" == *_test.cc && "${inc}" == client/standalone/host_memory_registry.h ]]; then continue; fi
+  fail "${hit#"${src}"/}: src/node uses the client library through client/embedded/hosted_client.h only"
 done < <(grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"client/' "${src}/src/node" \
            --include='*.h' --include='*.cc' || true)
 

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "client/batch_check.h"
+#include "client/shared/batch_check.h"
 
 namespace kvpool {
 namespace {

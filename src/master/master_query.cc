@@ -16,7 +16,7 @@ rpc::GetReplicaListReply MasterCore::GetReplicaList(const rpc::KeysRequest& req,
   const int64_t now_ns = ToNanos(now);
   rpc::GetReplicaListReply reply;
   // A lease lasts until its reader releases it, at most the TTL, or until its client is
-  // declared dead: the reader checks its transfer against both (client/get_path.cc).
+  // declared dead: the reader checks its transfer against both (client/embedded/get_path.cc).
   reply.set_lease_ttl_ms(static_cast<uint64_t>(options_.default_kv_lease_ttl.count()));
   reply.mutable_objects()->Reserve(req.keys_size());
   Lease lease;
@@ -46,7 +46,7 @@ rpc::GetReplicaListReply MasterCore::GetReplicaList(const rpc::KeysRequest& req,
       code = ErrorCode::REPLICA_IS_NOT_READY;
     } else {
       // DRAM replicas first, then disk tiers: readers try them in this order (ties of
-      // distance keep it, client/replica_order.h).
+      // distance keep it, client/embedded/replica_order.h).
       std::array<ReplicaRef, kMaxReplicas> ordered;
       size_t n = 0;
       for (uint32_t tier : {kTierDram, kTierDisk}) {

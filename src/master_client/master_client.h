@@ -8,7 +8,7 @@
 //
 // Read leases: a reader hands each finished lease to ReleaseLease (no I/O). The ids travel in
 // the next request that names keys or the next ping (piggybacked), or in a LEASE_RELEASE that
-// FlushLeaseReleases sends (a background thread's job: client/lease_flusher.h). A request that
+// FlushLeaseReleases sends (a background thread's job: client/embedded/lease_flusher.h). A request that
 // fails puts its ids back, so they go with the next one; the master ignores ids it has ended.
 //
 // Master high availability: a stub made from an etcd:// address (ha/leader_locator.h) asks etcd

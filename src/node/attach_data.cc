@@ -7,8 +7,8 @@
 
 #include <map>
 
-#include "client/pool_stat_proto.h"
-#include "client/replicate_config_proto.h"
+#include "client/shared/pool_stat_proto.h"
+#include "client/shared/replicate_config_proto.h"
 #include "node/attach_service.h"
 
 namespace kvpool::node {

@@ -14,7 +14,7 @@
 #include <memory>
 #include <string>
 
-#include "client/hosted_client.h"
+#include "client/embedded/hosted_client.h"
 #include "node/attach_session.h"
 #include "rpc/kvpool.pb.h"
 #include "rpc/unix_socket.h"

@@ -8,7 +8,7 @@
 
 #include <cstring>
 
-#include "client/host_memory_registry.h"
+#include "client/standalone/host_memory_registry.h"
 #include "kvpool/host_allocator.h"
 
 namespace kvpool::node {

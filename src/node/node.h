@@ -1,5 +1,5 @@
 // `kvpool node`: the standalone storage process. Its store is an embedded client
-// (client/hosted_client.h) that hosts the node's DRAM segment: it serves the segment over TCP,
+// (client/embedded/hosted_client.h) that hosts the node's DRAM segment: it serves the segment over TCP,
 // mounts it at the master and keeps it mounted (re-mounting after a master restart). On top, the
 // node serves standalone clients on the same host over a Unix socket (AttachServer): they share
 // their host memory with the node and the node's store moves the bytes. Stop() ends the clients'
@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "client/hosted_client.h"
+#include "client/embedded/hosted_client.h"
 #include "common/http_server.h"
 #include "node/attach_server.h"
 #include "node/attach_service.h"

@@ -20,7 +20,7 @@
 #include <cstdlib>
 #include <memory>
 
-#include "client/client_impl.h"
+#include "client/embedded/client_impl.h"
 #include "fuzz_input.h"
 #include "master/master.h"
 #include "node/attach_service.h"
