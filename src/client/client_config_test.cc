@@ -166,6 +166,23 @@ TEST(ClientConfig, OneOptionFromItsEnvironmentVariables) {
   EXPECT_EQ(ClientOptionFromEnv("no_such_option", lookup), std::nullopt);
 }
 
+// setup()'s SSD-offload directory is no ClientOptions field but comes from the environment
+// through the same reader.
+TEST(ClientConfig, SetupSettingFromItsEnvironmentVariable) {
+  std::map<std::string, std::string> env;
+  auto lookup = [&](const char* name) -> std::optional<std::string> {
+    auto it = env.find(name);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  };
+  EXPECT_EQ(SetupSettingFromEnv("ssd_offload_path", lookup), std::nullopt);
+  env["MOONCAKE_OFFLOAD_FILE_STORAGE_PATH"] = "";
+  EXPECT_EQ(SetupSettingFromEnv("ssd_offload_path", lookup), std::nullopt);  // set but empty
+  env["MOONCAKE_OFFLOAD_FILE_STORAGE_PATH"] = "/ssd";
+  EXPECT_EQ(SetupSettingFromEnv("ssd_offload_path", lookup), "/ssd");
+  EXPECT_EQ(SetupSettingFromEnv("master_server_address", lookup), std::nullopt);
+}
+
 TEST(ClientConfig, MarkdownHasARowPerOption) {
   std::string md = ClientOptionsMarkdown();
   for (const ClientOptionDescriptor& d : ClientOptionTable()) {
