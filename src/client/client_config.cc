@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <limits>
@@ -241,10 +242,10 @@ EnvLookup ProcessEnv() {
 
 namespace {
 
-// The first of `d`'s environment variables set and non-empty in `env`, with its value.
+// The first of `vars` set and non-empty in `env`, with its value.
 std::optional<std::pair<std::string_view, std::string>> FirstSetVariable(
-    const ClientOptionDescriptor& d, const EnvLookup& env) {
-  for (std::string_view var : d.env) {
+    std::span<const std::string_view> vars, const EnvLookup& env) {
+  for (std::string_view var : vars) {
     std::optional<std::string> value = env(std::string(var).c_str());
     if (value && !value->empty()) return std::pair{var, std::move(*value)};
   }
@@ -256,14 +257,29 @@ std::optional<std::pair<std::string_view, std::string>> FirstSetVariable(
 std::optional<std::string> ClientOptionFromEnv(std::string_view name, const EnvLookup& env) {
   const ClientOptionDescriptor* d = FindClientOption(name);
   if (d == nullptr) return std::nullopt;
-  auto found = FirstSetVariable(*d, env);
+  auto found = FirstSetVariable(d->env, env);
   if (!found) return std::nullopt;
   return std::move(found->second);
 }
 
+std::optional<std::string> SetupSettingFromEnv(std::string_view key, const EnvLookup& env) {
+  struct SetupSetting {
+    std::string_view key;
+    std::array<std::string_view, 1> env;
+  };
+  static constexpr std::array<SetupSetting, 1> kSetupSettings = {
+      {{"ssd_offload_path", {"MOONCAKE_OFFLOAD_FILE_STORAGE_PATH"}}}};
+  for (const SetupSetting& s : kSetupSettings) {
+    if (s.key != key) continue;
+    auto found = FirstSetVariable(s.env, env);
+    if (found) return std::move(found->second);
+  }
+  return std::nullopt;
+}
+
 Status ApplyClientEnvironment(ClientOptions& o, const EnvLookup& env) {
   for (const ClientOptionDescriptor& d : ClientOptionTable()) {
-    auto found = FirstSetVariable(d, env);
+    auto found = FirstSetVariable(d.env, env);
     if (!found) continue;
     if (Status st = d.set(found->second, o); !st.ok()) {
       return Status(st.code(), fmt::format("${}: {}", found->first, st.message()));

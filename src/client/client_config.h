@@ -70,6 +70,13 @@ EnvLookup ProcessEnv();
 std::optional<std::string> ClientOptionFromEnv(std::string_view name,
                                                const EnvLookup& env = ProcessEnv());
 
+// A setting Python's setup() takes beside the table (no ClientOptions field) from its environment
+// variable, read here with the table's so the environment is read where the configuration is
+// built: "ssd_offload_path" from $MOONCAKE_OFFLOAD_FILE_STORAGE_PATH (the SSD-offload disk
+// tier's directory). nullopt when the variable is unset or empty, or `key` is no such setting.
+std::optional<std::string> SetupSettingFromEnv(std::string_view key,
+                                               const EnvLookup& env = ProcessEnv());
+
 // Applies every option whose environment variable is set (non-empty) in `env`, leaving the
 // others as they are. Errors: as ApplyClientOption, also naming the variable.
 Status ApplyClientEnvironment(ClientOptions& o, const EnvLookup& env = ProcessEnv());

@@ -9,6 +9,15 @@
 namespace kvpool {
 namespace {
 
+// An environment of `env`'s variables (read at each lookup, so a test may change them).
+EnvLookup MapLookup(const std::map<std::string, std::string>& env) {
+  return [&env](const char* name) -> std::optional<std::string> {
+    auto it = env.find(name);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
 TEST(ClientConfig, NamesAndAliasesAreUnique) {
   std::set<std::string_view> seen;
   for (const ClientOptionDescriptor& d : ClientOptionTable()) {
@@ -126,11 +135,7 @@ TEST(ClientConfig, EnvironmentThroughInjectedLookup) {
                                             {"MOONCAKE_GLOBAL_SEGMENT_SIZE", "1gb"},
                                             {"KVPOOL_VERIFY_CHECKSUM", "1"},
                                             {"MOONCAKE_TENANT_ID", ""}};
-  auto lookup = [&](const char* name) -> std::optional<std::string> {
-    auto it = env.find(name);
-    if (it == env.end()) return std::nullopt;
-    return it->second;
-  };
+  EnvLookup lookup = MapLookup(env);
   ClientOptions o;
   o.tenant_id = "kept";
   ASSERT_TRUE(ApplyClientEnvironment(o, lookup).ok());
@@ -153,17 +158,26 @@ TEST(ClientConfig, EnvironmentThroughInjectedLookup) {
 
 TEST(ClientConfig, OneOptionFromItsEnvironmentVariables) {
   std::map<std::string, std::string> env = {{"LOCAL_HOSTNAME", "h2"}, {"KVPOOL_TENANT_KEY", ""}};
-  auto lookup = [&](const char* name) -> std::optional<std::string> {
-    auto it = env.find(name);
-    if (it == env.end()) return std::nullopt;
-    return it->second;
-  };
+  EnvLookup lookup = MapLookup(env);
   EXPECT_EQ(ClientOptionFromEnv("local_hostname", lookup), "h2");
   env["MOONCAKE_LOCAL_HOSTNAME"] = "h1";  // the first variable listed wins
   EXPECT_EQ(ClientOptionFromEnv("local_hostname", lookup), "h1");
   EXPECT_EQ(ClientOptionFromEnv("tenant_key", lookup), std::nullopt);    // set but empty
   EXPECT_EQ(ClientOptionFromEnv("segment_port", lookup), std::nullopt);  // has no variable
   EXPECT_EQ(ClientOptionFromEnv("no_such_option", lookup), std::nullopt);
+}
+
+// setup()'s SSD-offload directory is no ClientOptions field but comes from the environment
+// through the same reader.
+TEST(ClientConfig, SetupSettingFromItsEnvironmentVariable) {
+  std::map<std::string, std::string> env;
+  EnvLookup lookup = MapLookup(env);
+  EXPECT_EQ(SetupSettingFromEnv("ssd_offload_path", lookup), std::nullopt);
+  env["MOONCAKE_OFFLOAD_FILE_STORAGE_PATH"] = "";
+  EXPECT_EQ(SetupSettingFromEnv("ssd_offload_path", lookup), std::nullopt);  // set but empty
+  env["MOONCAKE_OFFLOAD_FILE_STORAGE_PATH"] = "/ssd";
+  EXPECT_EQ(SetupSettingFromEnv("ssd_offload_path", lookup), "/ssd");
+  EXPECT_EQ(SetupSettingFromEnv("master_server_address", lookup), std::nullopt);
 }
 
 TEST(ClientConfig, MarkdownHasARowPerOption) {

@@ -135,7 +135,9 @@ struct MasterOptions {
   Clock::duration housekeeping_interval = std::chrono::milliseconds(100);
 };
 
-// Registers the flags named above on `app`, writing into `o` (which must outlive parsing), plus
+// Registers the flags named above on `app` from one table (each flag's names, help, the field it
+// writes and its range check; MasterFlagTable in master_options.cc), writing into `o` (which must
+// outlive parsing), plus
 // `--config FILE`: a TOML/INI file whose keys are the same names without dashes
 // ("rpc_port = 50052", at the top or under [master]; common/config_file.h), read once the
 // command line is parsed (the command line wins). A missing or bad file, an unknown key or a

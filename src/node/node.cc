@@ -16,19 +16,7 @@ Result<std::unique_ptr<Node>> Node::Start(const NodeOptions& options) {
   std::unique_ptr<Node> node(new Node(options));
   node->start_unix_seconds_ =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  ClientOptions co;
-  co.master_server_address = options.master_server_address;
-  co.local_hostname = options.host;
-  co.global_segment_size = options.segment_bytes;
-  co.segment_port = options.port;
-  co.use_hugepage = options.use_hugepage;
-  co.disk_path = options.disk_path;
-  co.disk_size = options.disk_bytes;
-  co.disk_queue_depth = options.disk_queue_depth;
-  co.disk_promote_after = options.disk_promote_after;
-  co.rpc_timeout = Millis(options.rpc_timeout_ms);
-  co.transfer_timeout = Millis(options.transfer_timeout_ms);
-  co.heartbeat_interval = Millis(options.heartbeat_interval_ms);
+  ClientOptions co = options.client;
   client::ApplySecurityFlags(options.security, co);
   co.insecure = options.security.insecure;
   client::HostingOptions ho;
@@ -51,7 +39,7 @@ Result<std::unique_ptr<Node>> Node::Start(const NodeOptions& options) {
   AttachServiceOptions so;
   so.client_ttl = Millis(options.local_client_ttl_ms);
   if (options.security.auth_secret.empty() && !options.security.tls_client()) {
-    so.direct_master_address = options.master_server_address;
+    so.direct_master_address = options.client.master_server_address;
   }
   node->attach_service_ = std::make_unique<AttachService>(node->store_.get(), so);
   AttachServerOptions ao;
@@ -84,7 +72,7 @@ Node::~Node() { Stop(); }
 NodeGauges Node::Gauges() const {
   NodeGauges g;
   g.segment_name = segment_name_;
-  g.segment_bytes = options_.segment_bytes;
+  g.segment_bytes = options_.client.global_segment_size;
   g.master_reachable = store_->MasterReachable();
   g.start_unix_seconds = start_unix_seconds_;
   g.attach = attach_service_->NodeStatus();
@@ -136,12 +124,12 @@ int RunNode(const NodeOptions& options) {
     return 1;
   }
   spdlog::info("kvpool node ready: segment={} master={} local={}", (*node)->segment_name(),
-               options.master_server_address, (*node)->local_socket());
+               options.client.master_server_address, (*node)->local_socket());
   if (options.host_was_detected) {
     spdlog::info(
         "announced as {}: this host's address toward the master (--host overrides, "
         "e.g. behind NAT or with several NICs); listening on {}",
-        options.host, options.bind_address);
+        options.client.local_hostname, options.bind_address);
   }
   if ((*node)->http_port() != 0) {
     spdlog::info("kvpool node http admin on {}:{} (/metrics /health /status)", options.bind_address,

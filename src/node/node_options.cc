@@ -3,27 +3,36 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 
+#include "common/cli_flags.h"
 #include "common/units.h"
 #include "ha/etcd_address.h"
 #include "rpc/endpoint.h"
 
 namespace kvpool::node {
 
+ClientOptions NodeClientDefaults() {
+  ClientOptions c;
+  c.local_hostname.clear();
+  c.segment_port = 50052;
+  return c;
+}
+
 void AddNodeFlags(CLI::App& app, NodeOptions& o) {
-  app.add_option("--host", o.host,
+  app.add_option("--host", o.client.local_hostname,
                  "Host or IP under which peers and the master reach this node (default: this "
                  "host's address on the route to the master, 127.0.0.1 for a master on "
                  "loopback)");
   app.add_option("--bind_address", o.bind_address,
                  "IP to listen on (default: --host if it is an IP, else 0.0.0.0)");
-  app.add_option("--port", o.port, "Data port (TCP)")->capture_default_str();
-  app.add_option("--master_server_address", o.master_server_address,
+  app.add_option("--port", o.client.segment_port, "Data port (TCP)")->capture_default_str();
+  app.add_option("--master_server_address", o.client.master_server_address,
                  "Master host:port, or etcd://h1:2379;h2:2379[/cluster_id]")
       ->capture_default_str();
   app.add_option("--global_segment_size", o.global_segment_size,
                  "DRAM this node contributes, e.g. 4GB, 512MB")
       ->capture_default_str();
-  app.add_flag("--use_hugepage", o.use_hugepage, "Back the segment with reserved huge pages");
+  app.add_flag("--use_hugepage", o.client.use_hugepage,
+               "Back the segment with reserved huge pages");
   app.add_flag("--transparent_hugepage", o.transparent_hugepage,
                "Ask for transparent huge pages for the segment (madvise; slower first touch on "
                "VMs, see docs/operations.md)");
@@ -36,10 +45,10 @@ void AddNodeFlags(CLI::App& app, NodeOptions& o) {
                "With --prefault: serve at once and fault the pages in behind, at the lowest "
                "priority (faster start; the first writes may overtake it)");
   app.add_option("--io_threads", o.io_threads, "Data server threads")->capture_default_str();
-  app.add_option("--heartbeat_interval_ms", o.heartbeat_interval_ms, "Ping period to the master")
-      ->capture_default_str();
-  app.add_option("--rpc_timeout_ms", o.rpc_timeout_ms, "Deadline of each call to the master")
-      ->capture_default_str();
+  AddDurationFlag<int>(app, "--heartbeat_interval_ms", o.client.heartbeat_interval,
+                       "Ping period to the master");
+  AddDurationFlag<int>(app, "--rpc_timeout_ms", o.client.rpc_timeout,
+                       "Deadline of each call to the master");
   app.add_option("--log_level", o.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
   app.add_option("--local_socket_path", o.local_socket_path,
@@ -48,9 +57,8 @@ void AddNodeFlags(CLI::App& app, NodeOptions& o) {
   app.add_option("--local_client_ttl_ms", o.local_client_ttl_ms,
                  "Drop a standalone client silent this long and unmap its memory")
       ->capture_default_str();
-  app.add_option("--transfer_timeout_ms", o.transfer_timeout_ms,
-                 "Deadline of the data phase of one batch")
-      ->capture_default_str();
+  AddDurationFlag<int>(app, "--transfer_timeout_ms", o.client.transfer_timeout,
+                       "Deadline of the data phase of one batch");
   app.add_option("--local_copy_threads", o.local_copy_threads,
                  "Threads that copy one large batch of a standalone client (0: one per core, "
                  "at most 8; 1: no splitting)")
@@ -66,14 +74,14 @@ void AddNodeFlags(CLI::App& app, NodeOptions& o) {
                  "On SIGTERM, copy objects whose only replica is here to other nodes for up to "
                  "this long before unmounting (0: do not copy)")
       ->capture_default_str();
-  app.add_option("--disk_path", o.disk_path,
+  app.add_option("--disk_path", o.client.disk_path,
                  "Directory of this node's disk tier (it must exist and be writable; one "
                  "preallocated file of --disk_size is kept there)");
   app.add_option("--disk_size", o.disk_size, "Bytes of the disk tier, e.g. 100GB");
-  app.add_option("--disk_queue_depth", o.disk_queue_depth,
+  app.add_option("--disk_queue_depth", o.client.disk_queue_depth,
                  "io_uring operations in flight per disk ring")
       ->capture_default_str();
-  app.add_option("--disk_promote_after", o.disk_promote_after,
+  app.add_option("--disk_promote_after", o.client.disk_promote_after,
                  "Reads from the disk tier after which an object is copied back into DRAM in "
                  "the background (0: never)")
       ->capture_default_str();
@@ -82,7 +90,8 @@ void AddNodeFlags(CLI::App& app, NodeOptions& o) {
 }
 
 Status ValidateMasterAddress(const NodeOptions& o) {
-  auto master = ha::ParseMasterAddress(o.master_server_address, 50051, "--master_server_address");
+  auto master =
+      ha::ParseMasterAddress(o.client.master_server_address, 50051, "--master_server_address");
   return master.ok() ? Status::Ok() : master.status();
 }
 
@@ -92,12 +101,12 @@ Status ValidateNodeOptions(NodeOptions& o) {
   if (*size == 0) {
     return Status(ErrorCode::INVALID_PARAMS, "--global_segment_size must be larger than 0");
   }
-  o.segment_bytes = *size;
-  if (o.disk_path.empty() != o.disk_size.empty()) {
+  o.client.global_segment_size = *size;
+  if (o.client.disk_path.empty() != o.disk_size.empty()) {
     return Status(ErrorCode::INVALID_PARAMS,
                   fmt::format("--disk_path '{}' and --disk_size '{}': give both (a disk tier) or "
                               "neither",
-                              o.disk_path, o.disk_size));
+                              o.client.disk_path, o.disk_size));
   }
   if (!o.disk_size.empty()) {
     auto disk = ParseSize(o.disk_size, "--disk_size");
@@ -106,15 +115,18 @@ Status ValidateNodeOptions(NodeOptions& o) {
       return Status(ErrorCode::INVALID_PARAMS,
                     fmt::format("--disk_size {} is below the minimum of 1MB", o.disk_size));
     }
-    o.disk_bytes = *disk;
+    o.client.disk_size = *disk;
   }
-  if (o.disk_queue_depth == 0 || o.disk_queue_depth > 4096) {
+  const uint32_t depth = o.client.disk_queue_depth;
+  if (depth == 0 || depth > 4096) {
     return Status(ErrorCode::INVALID_PARAMS,
-                  fmt::format("--disk_queue_depth {} is not in [1, 4096]", o.disk_queue_depth));
+                  fmt::format("--disk_queue_depth {} is not in [1, 4096]", depth));
   }
-  auto master = ha::ParseMasterAddress(o.master_server_address, 50051, "--master_server_address");
+  auto master =
+      ha::ParseMasterAddress(o.client.master_server_address, 50051, "--master_server_address");
   if (!master.ok()) return master.status();
-  if (o.host.empty()) {
+  std::string& host = o.client.local_hostname;
+  if (host.empty()) {
     auto detected = ha::LocalAddressTowardMaster(*master, "--master_server_address");
     if (!detected.ok()) {
       return Status(ErrorCode::INVALID_PARAMS,
@@ -122,11 +134,11 @@ Status ValidateNodeOptions(NodeOptions& o) {
                                 "--host, the address other hosts reach this node by",
                                 detected.status().message()));
     }
-    o.host = *detected;
+    host = *detected;
     o.host_was_detected = true;
   }
-  if (o.bind_address.empty()) o.bind_address = rpc::DefaultBindAddress(o.host);
-  auto range = [](const char* flag, int v, int lo, int hi) -> Status {
+  if (o.bind_address.empty()) o.bind_address = rpc::DefaultBindAddress(host);
+  auto range = [](const char* flag, int64_t v, int64_t lo, int64_t hi) -> Status {
     if (v < lo || v > hi) {
       return Status(ErrorCode::INVALID_PARAMS,
                     fmt::format("{}={} is out of range [{}, {}]", flag, v, lo, hi));
@@ -134,13 +146,14 @@ Status ValidateNodeOptions(NodeOptions& o) {
     return Status::Ok();
   };
   KVPOOL_RETURN_IF_ERROR(range("--io_threads", o.io_threads, 1, 256));
-  KVPOOL_RETURN_IF_ERROR(range("--heartbeat_interval_ms", o.heartbeat_interval_ms, 10, 60000));
-  KVPOOL_RETURN_IF_ERROR(range("--rpc_timeout_ms", o.rpc_timeout_ms, 10, 600000));
+  const ClientOptions& c = o.client;
+  KVPOOL_RETURN_IF_ERROR(range("--heartbeat_interval_ms", c.heartbeat_interval.count(), 10, 60000));
+  KVPOOL_RETURN_IF_ERROR(range("--rpc_timeout_ms", c.rpc_timeout.count(), 10, 600000));
   KVPOOL_RETURN_IF_ERROR(range("--local_client_ttl_ms", o.local_client_ttl_ms, 100, 3600000));
-  KVPOOL_RETURN_IF_ERROR(range("--transfer_timeout_ms", o.transfer_timeout_ms, 10, 3600000));
+  KVPOOL_RETURN_IF_ERROR(range("--transfer_timeout_ms", c.transfer_timeout.count(), 10, 3600000));
   KVPOOL_RETURN_IF_ERROR(range("--local_copy_threads", o.local_copy_threads, 0, 256));
   KVPOOL_RETURN_IF_ERROR(range("--metrics_port", o.metrics_port, 0, 65535));
-  if (o.enable_http_admin && o.metrics_port != 0 && o.metrics_port == o.port) {
+  if (o.enable_http_admin && o.metrics_port != 0 && o.metrics_port == c.segment_port) {
     return Status(
         ErrorCode::INVALID_PARAMS,
         fmt::format("--metrics_port={} is the data port (--port); pick another", o.metrics_port));

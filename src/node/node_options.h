@@ -7,23 +7,44 @@
 #include <string>
 
 #include "common/config_file.h"
+#include "kvpool/client.h"
 #include "kvpool/status.h"
 #include "rpc/security_options.h"
 
 namespace kvpool::node {
 
+// The ClientOptions of the embedded client a node is, before its flags: the client's defaults
+// except --host (empty: detected) and --port (50052, Mooncake's storage process).
+ClientOptions NodeClientDefaults();
+
 struct NodeOptions {
-  // --host: how peers and the master reach this node. Default "": this host's address on the
-  // route to the master (ha::LocalAddressTowardMaster; 127.0.0.1 for a master on loopback),
-  // filled in by ValidateNodeOptions, which also sets host_was_detected.
-  std::string host;
+  // The embedded client that hosts the node's segment (node.cc hands it to the client library
+  // as it is). The flags that are client settings write into it directly, under the node's
+  // names:
+  //   --host              client.local_hostname: how peers and the master reach this node.
+  //                       Default "": this host's address on the route to the master
+  //                       (ha::LocalAddressTowardMaster; 127.0.0.1 for a master on loopback),
+  //                       filled in by ValidateNodeOptions, which also sets host_was_detected.
+  //   --port              client.segment_port: data port (TCP), default 50052.
+  //   --master_server_address  client.master_server_address.
+  //   --use_hugepage      client.use_hugepage: MAP_HUGETLB (reserve pages first).
+  //   --disk_path DIR, --disk_queue_depth, --disk_promote_after N: client.disk_path,
+  //                       disk_queue_depth (io_uring operations in flight per ring) and
+  //                       disk_promote_after (reads from disk after which an object is copied
+  //                       back to DRAM; 0: never). A disk tier below the DRAM segment (one
+  //                       preallocated file in DIR; docs/operations.md, "Disk tier").
+  //   --heartbeat_interval_ms, --rpc_timeout_ms (deadline of each master call),
+  //   --transfer_timeout_ms (deadline of one batch's transfers): client.heartbeat_interval,
+  //                       rpc_timeout, transfer_timeout.
+  // client.global_segment_size and client.disk_size are parsed by ValidateNodeOptions from
+  // --global_segment_size and --disk_size below; the secret and TLS fields come from `security`
+  // (client::ApplySecurityFlags, in node.cc).
+  ClientOptions client = NodeClientDefaults();
   bool host_was_detected = false;
   std::string bind_address;  // --bind_address: default: --host when it is an IP, else 0.0.0.0
-  uint16_t port = 50052;     // --port: data port (TCP)
-  std::string master_server_address = "127.0.0.1:50051";  // --master_server_address
-  std::string global_segment_size = "4GB";  // --global_segment_size: DRAM served ("4GB" style)
-  bool use_hugepage = false;                // --use_hugepage: MAP_HUGETLB (reserve pages first)
-  bool transparent_hugepage = false;        // --transparent_hugepage: madvise(MADV_HUGEPAGE)
+  // --global_segment_size: DRAM served ("4GB" style), into client.global_segment_size.
+  std::string global_segment_size = "4GB";
+  bool transparent_hugepage = false;  // --transparent_hugepage: madvise(MADV_HUGEPAGE)
   // --prefault: fault the segment in before the node mounts it, on every core (start-up waits:
   // 0.4 s per GB on a 2-vCPU VM, 2-9 s where its host never backed the memory), so writes into
   // a fresh node run at the speed of memory written before (issue 29). --prefault_in_background:
@@ -31,14 +52,11 @@ struct NodeOptions {
   // it and pay the faults). --prefault false: pages fault in on first write.
   bool prefault = true;
   bool prefault_in_background = false;
-  int io_threads = 2;                // --io_threads: data server threads
-  int heartbeat_interval_ms = 1000;  // --heartbeat_interval_ms
-  int rpc_timeout_ms = 5000;         // --rpc_timeout_ms: deadline of each master call
-  std::string log_level = "info";    // --log_level
+  int io_threads = 2;              // --io_threads: data server threads
+  std::string log_level = "info";  // --log_level
   // Standalone clients (attach over a Unix socket; always on "@kvpool_node_<port>.sock").
   std::string local_socket_path;    // --local_socket_path: also listen on this filesystem path
   int local_client_ttl_ms = 10000;  // --local_client_ttl_ms: drop a client silent this long
-  int transfer_timeout_ms = 30000;  // --transfer_timeout_ms: deadline of one batch's transfers
   int local_copy_threads = 0;       // --local_copy_threads: cores one large batch uses (0: auto)
   // HTTP /metrics, /health, /status. Port 0 (the default) picks a free port, logged at start and
   // in /status: several nodes share a host, so no fixed default can be right for all.
@@ -47,16 +65,9 @@ struct NodeOptions {
   // --drain_copy_ms: on SIGTERM, spend up to this long copying objects whose only replica is
   // here to other nodes before unmounting (0: do not copy).
   int drain_copy_ms = 0;
-  // --disk_path DIR and --disk_size SIZE: a disk tier below the DRAM segment (one preallocated
-  // file in DIR; docs/operations.md, "Disk tier"). Both or neither. --disk_queue_depth: io_uring
-  // operations in flight per ring.
-  std::string disk_path;
+  // --disk_size SIZE: bytes of the disk tier, into client.disk_size; with --disk_path, both or
+  // neither.
   std::string disk_size;
-  uint32_t disk_queue_depth = 32;
-  // --disk_promote_after N: reads from disk after which an object is copied back to DRAM (0:
-  // never).
-  uint32_t disk_promote_after = 2;
-  uint64_t disk_bytes = 0;  // filled by ValidateNodeOptions from disk_size
 
   // --auth_secret_file (or $KVPOOL_AUTH_SECRET), --tls_cert, --tls_key, --tls_ca,
   // --tls_verify_client: for the data port and for connections to the master and peer nodes
@@ -65,8 +76,6 @@ struct NodeOptions {
 
   // --config FILE and which flags it set (common/config_file.h), for messages naming the line.
   ConfigSource config_source;
-
-  uint64_t segment_bytes = 0;  // filled by ValidateNodeOptions from global_segment_size
 };
 
 // Registers every flag above on `app`, plus --config FILE: TOML/INI with the same names without

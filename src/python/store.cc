@@ -8,7 +8,6 @@
 #include <cstdlib>
 
 #include "client/client_config.h"
-#include "common/env.h"
 #include "python/conversions.h"
 #include "python/errors.h"
 #include "python/ssd_offload.h"
@@ -259,7 +258,7 @@ int Store::Setup(const py::dict& config) {
                     "stat() for metrics",
                     layer.http_port));
   }
-  std::optional<std::string> env_path = GetEnv("MOONCAKE_OFFLOAD_FILE_STORAGE_PATH");
+  std::optional<std::string> env_path = SetupSettingFromEnv("ssd_offload_path");
   if (Status st = ApplySsdOffload(layer.ssd, env_path ? env_path->c_str() : nullptr,
                                   o.global_segment_size, &o);
       !st.ok()) {

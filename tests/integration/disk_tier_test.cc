@@ -306,18 +306,9 @@ TEST(DiskTierTest, BadDiskPathOrSizeFailsTheStartNamingIt) {
   DiskDir dir;
   Pool pool;
   auto run = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = {"node",
-                                     "--host",
-                                     "127.0.0.1",
-                                     "--port",
-                                     std::to_string(FreePort()),
-                                     "--master_server_address",
-                                     pool.master_address(),
-                                     "--global_segment_size",
-                                     "16MB",
-                                     "--enable_http_admin",
-                                     "false"};
-    args.insert(args.end(), extra.begin(), extra.end());
+    extra.insert(extra.begin(), {"--enable_http_admin", "false"});
+    std::vector<std::string> args =
+        NodeCommandLine(FreePort(), pool.master_address(), "16MB", extra);
     return RunCommand(kBinary, args, std::chrono::seconds(20));
   };
   auto missing = run({"--disk_path", dir.path() + "/nope", "--disk_size", "64MB"});

@@ -197,16 +197,10 @@ TEST(HaSoakTest, DISABLED_MeasureHaCostOnPutGet) {
   ASSERT_TRUE(ha.WaitForSegments(*hc, 1, seconds(20)));
   // The same master without HA, one node, a client given its host:port.
   uint16_t port = FreePort();
-  Process single(kHaBinary,
-                 {"master", "--rpc_host", "127.0.0.1", "--rpc_port", std::to_string(port),
-                  "--metrics_port", "0", "--eviction_ratio", "0"},
-                 "master");
+  Process single(kHaBinary, MasterCommandLine(port, {"--eviction_ratio", "0"}), "master");
   ASSERT_TRUE(WaitForPort(port, seconds(20)));
-  const std::string addr = "127.0.0.1:" + std::to_string(port);
-  Process node(kHaBinary,
-               {"node", "--host", "127.0.0.1", "--port", std::to_string(FreePort()),
-                "--master_server_address", addr, "--global_segment_size", "64MB"},
-               "node");
+  const std::string addr = LoopbackAddress(port);
+  Process node(kHaBinary, NodeCommandLine(FreePort(), addr, "64MB"), "node");
   ClientOptions so;
   so.master_server_address = addr;
   auto sc = Client::Setup(so);

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/pool_commands.h"
 #include "kvpool/client.h"
 #include "process.h"
 #include "test_bytes.h"
@@ -123,27 +124,11 @@ class HaPool {
   }
 
   std::vector<std::string> MasterArgs(size_t i) const {
-    return {"master",
-            "--rpc_host",
-            "127.0.0.1",
-            "--rpc_port",
-            std::to_string(rpc_ports_[i]),
-            "--metrics_port",
-            std::to_string(http_ports_[i]),
-            "--enable_ha",
-            "true",
-            "--etcd_endpoints",
-            etcd_.endpoint(),
-            "--cluster_id",
-            cluster_,
-            "--ha_backend_type",
-            "etcd",
-            "--ha_lease_ttl_sec",
-            "2",
-            "--ha_restore_wait_ms",
-            "1500",
-            "--eviction_ratio",
-            "0"};
+    return MasterCommandLine(
+        rpc_ports_[i], {"--metrics_port", std::to_string(http_ports_[i]), "--enable_ha", "true",
+                        "--etcd_endpoints", etcd_.endpoint(), "--cluster_id", cluster_,
+                        "--ha_backend_type", "etcd", "--ha_lease_ttl_sec", "2",
+                        "--ha_restore_wait_ms", "1500", "--eviction_ratio", "0"});
   }
   // Starts master `i` (again) and waits until its admin port answers.
   void StartMaster(size_t i) {
@@ -207,12 +192,8 @@ class HaPool {
 
   Process& AddNode(const std::string& size) {
     uint16_t port = FreePort();
-    nodes_.push_back(std::make_unique<Process>(
-        kHaBinary,
-        std::vector<std::string>{"node", "--host", "127.0.0.1", "--port", std::to_string(port),
-                                 "--master_server_address", etcd_address(), "--global_segment_size",
-                                 size},
-        "node"));
+    nodes_.push_back(
+        std::make_unique<Process>(kHaBinary, NodeCommandLine(port, etcd_address(), size), "node"));
     return *nodes_.back();
   }
 

@@ -272,9 +272,7 @@ TEST(HaTest, NodeToldNotLeaderDoesNotCallTheMasterUnreachable) {
   ASSERT_TRUE(first.has_value()) << pool.Logs();
   const size_t standby = (*first + 1) % 2;
   Process node(kHaBinary,
-               {"node", "--host", "127.0.0.1", "--port", std::to_string(FreePort()),
-                "--master_server_address", "127.0.0.1:" + std::to_string(pool.rpc_port(standby)),
-                "--global_segment_size", "16MB"},
+               NodeCommandLine(FreePort(), LoopbackAddress(pool.rpc_port(standby)), "16MB"),
                "node");
   EXPECT_TRUE(node.WaitForLog("no master leads", milliseconds(10000))) << node.Log();
   EXPECT_EQ(node.Log().find("master unreachable"), std::string::npos) << node.Log();

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/pool_commands.h"
 #include "kvpool/client.h"
 #include "process.h"
 #include "test_bytes.h"
@@ -26,15 +27,10 @@ class Pool {
     StartMaster();
   }
 
+  // (Tests run in parallel: the HTTP admin port is a free one unless the flags name one.)
   void StartMaster() {
-    std::vector<std::string> args = {"master", "--rpc_port", std::to_string(master_port_),
-                                     "--rpc_host", "127.0.0.1"};
-    args.insert(args.end(), master_flags_.begin(), master_flags_.end());
-    // Tests run in parallel: the HTTP admin port must not be the fixed default (9003).
-    if (std::find(args.begin(), args.end(), "--metrics_port") == args.end()) {
-      args.insert(args.end(), {"--metrics_port", "0"});
-    }
-    master_ = std::make_unique<Process>(kBinary, args, "master");
+    master_ = std::make_unique<Process>(kBinary, MasterCommandLine(master_port_, master_flags_),
+                                        "master");
     if (!WaitForPort(master_port_, std::chrono::seconds(20))) {
       ADD_FAILURE() << "master did not start:\n" << master_->Log();
     }
@@ -43,16 +39,7 @@ class Pool {
   // Starts a node serving `size` ("64MB") and waits until its segment is mounted.
   Process& AddNode(const std::string& size, std::vector<std::string> flags = {}) {
     uint16_t port = FreePort();
-    std::vector<std::string> args = {"node",
-                                     "--host",
-                                     "127.0.0.1",
-                                     "--port",
-                                     std::to_string(port),
-                                     "--master_server_address",
-                                     master_address(),
-                                     "--global_segment_size",
-                                     size};
-    args.insert(args.end(), flags.begin(), flags.end());
+    std::vector<std::string> args = NodeCommandLine(port, master_address(), size, flags);
     nodes_.push_back(std::make_unique<Process>(kBinary, args, "node"));
     node_ports_.push_back(port);
     node_args_.push_back(args);
@@ -118,8 +105,8 @@ class Pool {
     return c.ok() ? std::move(c).value() : nullptr;
   }
 
-  std::string master_address() const { return "127.0.0.1:" + std::to_string(master_port_); }
-  std::string node_segment(size_t i) const { return "127.0.0.1:" + std::to_string(node_ports_[i]); }
+  std::string master_address() const { return LoopbackAddress(master_port_); }
+  std::string node_segment(size_t i) const { return LoopbackAddress(node_ports_[i]); }
   Process& master() { return *master_; }
   Process& node(size_t i) { return *nodes_[i]; }
   void KillMaster() { master_.reset(); }

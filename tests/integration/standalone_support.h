@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/pool_commands.h"
 #include "kvpool/client.h"
 #include "pool.h"
 #include "process.h"
@@ -50,19 +51,9 @@ bool Eventually(Pred pred, std::chrono::milliseconds timeout) {
 // until its local socket answers and its segment is mounted.
 inline std::unique_ptr<Process> StartNode(Pool& pool, uint16_t port, const std::string& size,
                                           std::vector<std::string> flags = {}) {
-  std::vector<std::string> args = {"node",
-                                   "--host",
-                                   "127.0.0.1",
-                                   "--port",
-                                   std::to_string(port),
-                                   "--master_server_address",
-                                   pool.master_address(),
-                                   "--global_segment_size",
-                                   size,
-                                   "--heartbeat_interval_ms",
-                                   "200"};
-  args.insert(args.end(), flags.begin(), flags.end());
-  auto p = std::make_unique<Process>(kBinary, args, "node");
+  flags.insert(flags.begin(), {"--heartbeat_interval_ms", "200"});
+  auto p = std::make_unique<Process>(
+      kBinary, NodeCommandLine(port, pool.master_address(), size, flags), "node");
   if (!Eventually([&] { return NodeStatus(port).ok(); }, std::chrono::seconds(20))) {
     ADD_FAILURE() << "node did not open its local socket:\n" << p->Log();
   }
@@ -71,7 +62,7 @@ inline std::unique_ptr<Process> StartNode(Pool& pool, uint16_t port, const std::
 
 inline StandaloneOptions StandaloneFor(uint16_t port) {
   StandaloneOptions o;
-  o.server_address = "127.0.0.1:" + std::to_string(port);
+  o.server_address = LoopbackAddress(port);
   o.rpc_timeout = std::chrono::milliseconds(2000);
   o.transfer_timeout = std::chrono::milliseconds(5000);
   o.heartbeat_interval = std::chrono::milliseconds(200);

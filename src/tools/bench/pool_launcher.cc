@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "client/client_security.h"
+#include "common/pool_commands.h"
 #include "kvpool/client.h"
 
 namespace kvpool::tools::bench {
@@ -62,11 +63,10 @@ Result<std::unique_ptr<LocalPool>> LocalPool::Start(const PoolSpec& spec, std::s
 
 Status LocalPool::StartMaster(const PoolSpec& spec, std::stop_token stop) {
   master_port_ = FreeLoopbackPort();
-  std::vector<std::string> args = {
-      "master",         "--rpc_host", "127.0.0.1",   "--rpc_port", std::to_string(master_port_),
-      "--metrics_port", "0",          "--log_level", "warn"};
-  AppendSecurityArgs(spec.security, args);
-  auto m = ChildProcess::StartSelf("master", args, BenchChildOptions());
+  std::vector<std::string> flags = {"--log_level", "warn"};
+  AppendSecurityArgs(spec.security, flags);
+  auto m = ChildProcess::StartSelf("master", MasterCommandLine(master_port_, flags),
+                                   BenchChildOptions());
   if (!m.ok()) return m.status();
   master_ = std::move(m).value();
   auto end = std::chrono::steady_clock::now() + kStartTimeout;
@@ -87,21 +87,13 @@ Status LocalPool::StartNodes(const PoolSpec& spec, std::stop_token stop) {
   if (spec.nodes == 0) return Status::Ok();
   for (int i = 0; i < spec.nodes; ++i) {
     uint16_t port = FreeLoopbackPort();
-    std::vector<std::string> args = {"node",
-                                     "--host",
-                                     "127.0.0.1",
-                                     "--port",
-                                     std::to_string(port),
-                                     "--master_server_address",
-                                     master_address(),
-                                     "--global_segment_size",
-                                     std::to_string(spec.segment_bytes),
-                                     "--log_level",
-                                     "warn"};
-    AppendSecurityArgs(spec.security, args);
-    args.insert(args.end(), spec.node_flags.begin(), spec.node_flags.end());
-    auto n = ChildProcess::StartSelf(fmt::format("node {} (127.0.0.1:{})", i, port), args,
-                                     BenchChildOptions());
+    std::vector<std::string> flags = {"--log_level", "warn"};
+    AppendSecurityArgs(spec.security, flags);
+    flags.insert(flags.end(), spec.node_flags.begin(), spec.node_flags.end());
+    auto n = ChildProcess::StartSelf(
+        fmt::format("node {} ({})", i, LoopbackAddress(port)),
+        NodeCommandLine(port, master_address(), std::to_string(spec.segment_bytes), flags),
+        BenchChildOptions());
     if (!n.ok()) return n.status();
     nodes_.push_back(std::move(n).value());
     node_ports_.push_back(port);
@@ -151,7 +143,7 @@ Status LocalPool::CheckAlive() {
 
 std::vector<std::string> LocalPool::node_addresses() const {
   std::vector<std::string> out;
-  for (uint16_t p : node_ports_) out.push_back(fmt::format("127.0.0.1:{}", p));
+  for (uint16_t p : node_ports_) out.push_back(LoopbackAddress(p));
   return out;
 }
 

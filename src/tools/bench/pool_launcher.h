@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/child_process.h"
+#include "common/pool_commands.h"
 #include "kvpool/status.h"
 #include "rpc/security_options.h"
 
@@ -32,7 +33,7 @@ class LocalPool {
 
   // Stops the nodes, then the master (SIGTERM, SIGKILL after 2 s) and reaps them. Idempotent.
   void Stop();
-  std::string master_address() const { return "127.0.0.1:" + std::to_string(master_port_); }
+  std::string master_address() const { return LoopbackAddress(master_port_); }
   // "127.0.0.1:PORT" of each node (what a standalone client attaches to), in start order.
   std::vector<std::string> node_addresses() const;
   // Waits until every node's segment is resident (a node faults it in before it mounts unless
