@@ -68,6 +68,7 @@ void ApplySecurityFlags(const rpc::SecurityOptions& flags, ClientOptions& option
   options.tls_cert_file = flags.tls_cert;
   options.tls_key_file = flags.tls_key;
   options.tls_verify_client = flags.tls_verify_client;
+  options.insecure = flags.insecure;
 }
 
 }  // namespace kvpool::client

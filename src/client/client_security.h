@@ -17,7 +17,8 @@ struct ClientSecurity {
 // for incomplete TLS settings or a file OpenSSL cannot load.
 Result<ClientSecurity> ResolveClientSecurity(const ClientOptions& options);
 
-// Copies flags parsed by rpc::AddSecurityFlags into a ClientOptions (node, CLI, bench).
+// Copies flags parsed by rpc::AddSecurityFlags into a ClientOptions (node, CLI, bench),
+// --insecure included (it matters only to a client that serves a segment: a node).
 void ApplySecurityFlags(const rpc::SecurityOptions& flags, ClientOptions& options);
 
 }  // namespace kvpool::client

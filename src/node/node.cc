@@ -18,7 +18,6 @@ Result<std::unique_ptr<Node>> Node::Start(const NodeOptions& options) {
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   ClientOptions co = options.client;
   client::ApplySecurityFlags(options.security, co);
-  co.insecure = options.security.insecure;
   client::HostingOptions ho;
   ho.bind_host = options.bind_address;
   ho.insecure_hint = "start the node with --insecure";
