@@ -8,7 +8,7 @@
 # Usage: scripts/clang-tidy-changed.sh BUILD_DIR [FILE...]
 #   BUILD_DIR  a configured build with compile_commands.json (CMAKE_EXPORT_COMPILE_COMMANDS=ON),
 #              not a unity build (its database lists unity_*.cxx, not our files); clang as the
-#              compiler, so the flags are clang's. The generated protobuf header is made here.
+#              compiler, so the flags are clang's. The generated headers are made here.
 #   FILE...    check these files instead of the change (e.g. `git ls-files 'src/*.cc'`).
 # Base: $KVPOOL_TIDY_BASE when set, else HEAD^ (the first parent: a merge is checked for all it
 # brings in). Without a parent (first commit, shallow clone) nothing is checked (exit 0).
@@ -80,10 +80,15 @@ if [ ${#known[@]} -eq 0 ]; then
   exit 0
 fi
 
-# Generated headers the sources include (src/rpc/kvpool.pb.h): made, not compiled.
+# Generated headers the sources include (rpc/kvpool.pb.h, master/status_page_html.h...).
 if [ -f "${build}/build.ninja" ]; then
-  mapfile -t gen < <(ninja -C "${build}" -t targets all | sed -n 's/^\(.*\.pb\.h\): .*/\1/p')
-  [ ${#gen[@]} -eq 0 ] || ninja -C "${build}" "${gen[@]}" >/dev/null
+  mapfile -t gen < <(ninja -C "${build}" -t targets all |
+    sed -n 's/^\([^/][^:]*\.h\): CUSTOM_COMMAND$/\1/p')
+  # Their own commands only: through ninja, a header waits for the libraries its target's
+  # sources depend on (order-only), which would compile them.
+  for h in "${gen[@]}"; do
+    (cd "${build}" && bash -ec "$(ninja -t commands -s "$h")") >/dev/null
+  done
 fi
 
 logs=$(mktemp -d)
