@@ -12,7 +12,7 @@
 #   FILE...    check these files instead of the change (e.g. `git ls-files 'src/*.cc'`).
 # Base: $KVPOOL_TIDY_BASE when set, else HEAD^ (the first parent: a merge is checked for all it
 # brings in). Without a parent (first commit, shallow clone) nothing is checked (exit 0).
-# Jobs: $KVPOOL_TIDY_JOBS (default 2). About 10-30 s a file on this project's CI machine.
+# Jobs: $KVPOOL_TIDY_JOBS (default 2). About 15 s a file (the median; a few take minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -lt 1 ]; then

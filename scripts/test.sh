@@ -33,10 +33,10 @@ run_suite optimized build -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 
 # clang-tidy over the .cc files under src/ and tests/ that differ from HEAD^ (KVPOOL_TIDY_BASE
 # to choose another base; nothing without a parent, e.g. a shallow clone): any finding fails the
-# run (docs/testing.md). Its own tree, configured only (nothing compiled but the protobuf
-# header): clang as the compiler, as clang-tidy parses with clang (gcc's flags lack the coroutine
-# switches the top-level CMakeLists gives clang), and no unity build, whose compile database
-# names unity_*.cxx instead of our files. About 10-30 s a file.
+# run (docs/testing.md). Its own tree, configured only (nothing is compiled; the script makes the
+# generated headers): clang as the compiler, as clang-tidy parses with clang (gcc's flags lack
+# the coroutine switches the top-level CMakeLists gives clang), and no unity build, whose compile
+# database names unity_*.cxx instead of our files. About 15 s a file (median; a few take minutes).
 echo "=== kvpool tests: clang-tidy over the changed C++ files (build-tidy) ==="
 CC=clang CXX=clang++ cmake -S . -B build-tidy -G Ninja -DKVPOOL_BUILD_BENCH=ON \
   -DKVPOOL_BUILD_PYTHON=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
