@@ -17,6 +17,7 @@ PKGS=(
   fio  # the disk tier's benchmark baseline (docs/benchmarks.md, "Disk tier")
   iproute2  # scripts/fleet.py: hosts in network namespaces (ip netns, veth, bridge, tc tbf)
   clang libclang-rt-14-dev  # the sanitizer test build and the fuzzers (libFuzzer's runtime)
+  clang-tidy  # scripts/clang-tidy-changed.sh: the changed files against .clang-tidy
   # The Python module (/usr/bin/python3) and its tests.
   python3-dev pybind11-dev python3-pybind11 python3-pytest python3-numpy
   python3-zmq python3-msgpack  # kvpool.kv_events, the Python KV-events subscriber

@@ -99,6 +99,7 @@ TEST(OffsetAllocatorTest, ExhaustionThenFreeOneSucceeds) {
   constexpr int kBlocks = 100;
   OffsetAllocator a(kBlocks * 64);
   std::vector<Allocation> blocks;
+  blocks.reserve(kBlocks);
   for (int i = 0; i < kBlocks; ++i) blocks.push_back(MustAllocate(a, 64));
   EXPECT_EQ(a.free_bytes(), 0u);
   EXPECT_EQ(a.largest_free_range(), 0u);
@@ -121,6 +122,7 @@ TEST(OffsetAllocatorTest, CoalescesInEveryFreeOrder) {
   do {
     OffsetAllocator a(5 * kBlock);
     std::vector<Allocation> blocks;
+    blocks.reserve(5);
     for (int i = 0; i < 5; ++i) blocks.push_back(MustAllocate(a, kBlock));
     for (int i : order) a.Free(blocks[i]);
     EXPECT_EQ(a.used_bytes(), 0u);
@@ -155,6 +157,7 @@ TEST(OffsetAllocatorTest, FragmentationBlocksLargeAllocationUntilFreed) {
   constexpr uint64_t kBlock = 64 * kKiB;
   OffsetAllocator a(kBlocks * kBlock);
   std::vector<Allocation> blocks;
+  blocks.reserve(kBlocks);
   for (int i = 0; i < kBlocks; ++i) blocks.push_back(MustAllocate(a, kBlock));
   for (int i = 0; i < kBlocks; i += 2) a.Free(blocks[i]);
   EXPECT_EQ(a.free_bytes(), a.capacity() / 2);
@@ -193,6 +196,7 @@ TEST(OffsetAllocatorTest, TakesBestFittingHeadOfOwnBin) {
 TEST(OffsetAllocatorTest, OneTebibyteSpace) {
   OffsetAllocator a(1 * kTiB);
   std::vector<Allocation> live;
+  live.reserve(1000);
   for (int i = 0; i < 1000; ++i) live.push_back(MustAllocate(a, 1 + i));
   for (int i = 0; i < 9; ++i) live.push_back(MustAllocate(a, 100 * kGiB));
   live.push_back(MustAllocate(a, 5 * kGiB + 12345));

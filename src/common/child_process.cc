@@ -106,14 +106,16 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::StartSelf(std::string name,
   return Spawn(std::move(name), "/proc/self/exe", std::move(args), options);
 }
 
-Result<std::unique_ptr<ChildProcess>> ChildProcess::Start(std::string name, std::string program,
+Result<std::unique_ptr<ChildProcess>> ChildProcess::Start(std::string name,
+                                                          const std::string& program,
                                                           std::vector<std::string> args,
                                                           ChildOptions options) {
   args.insert(args.begin(), program);
-  return Spawn(std::move(name), std::move(program), std::move(args), options);
+  return Spawn(std::move(name), program, std::move(args), options);
 }
 
-Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(std::string name, std::string program,
+Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(std::string name,
+                                                          const std::string& program,
                                                           std::vector<std::string> argv_strings,
                                                           ChildOptions options) {
   char tmpl[] = "/tmp/kvpool-child-XXXXXX";
@@ -125,6 +127,7 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(std::string name, std:
   std::unique_ptr<ChildProcess> child(new ChildProcess(std::move(name), tmpl, options));
   // Everything the child needs is built before fork: no allocation after it.
   std::vector<char*> argv;
+  argv.reserve(argv_strings.size() + 1);
   for (auto& a : argv_strings) argv.push_back(a.data());
   argv.push_back(nullptr);
   const pid_t parent = ::getpid();

@@ -37,7 +37,7 @@ class ChildProcess {
  public:
   // Starts `program args...` (program: a path; argv[0] is `program`). `name` labels errors
   // ("master", "node 1"). Errors: INTERNAL_ERROR when the log file or the fork fails.
-  static Result<std::unique_ptr<ChildProcess>> Start(std::string name, std::string program,
+  static Result<std::unique_ptr<ChildProcess>> Start(std::string name, const std::string& program,
                                                      std::vector<std::string> args,
                                                      ChildOptions options = {});
   // Starts this same binary (/proc/self/exe) with `args`, argv[0] "kvpool".
@@ -81,7 +81,7 @@ class ChildProcess {
       : name_(std::move(name)), log_path_(std::move(log_path)), options_(options) {}
   void Reaped(int wait_status, double cpu_seconds);
   // Forks and execs `program` with `argv_strings` (argv[0] included).
-  static Result<std::unique_ptr<ChildProcess>> Spawn(std::string name, std::string program,
+  static Result<std::unique_ptr<ChildProcess>> Spawn(std::string name, const std::string& program,
                                                      std::vector<std::string> argv_strings,
                                                      ChildOptions options);
 

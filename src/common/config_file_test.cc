@@ -19,7 +19,7 @@ struct Flags {
 };
 
 // Parses `args` into a fresh app of role "node" with the flags above, then applies `text`.
-Status Apply(Flags& f, const std::string& text, std::vector<std::string> args = {}) {
+Status Apply(Flags& f, const std::string& text, const std::vector<std::string>& args = {}) {
   CLI::App app("node");
   app.add_option("--port,--data_port", f.port);
   app.add_option("--host", f.host);

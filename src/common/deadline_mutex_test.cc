@@ -30,6 +30,7 @@ TEST(DeadlineMutexTest, ExcludesAcrossThreads) {
   DeadlineMutex mu;
   int64_t counter = 0;  // guarded by mu: a lost update means two holders at once
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 2000; ++i) {

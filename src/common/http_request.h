@@ -38,7 +38,7 @@ struct HttpRequest {
 // INVALID_PARAMS (the server answers 400) naming what is wrong: a malformed request line or
 // header line, a bad percent-escape in the URL, a Content-Length that is not digits or is over
 // the cap, any Transfer-Encoding (chunked bodies are not accepted).
-Status ParseHttpHead(std::string_view head, HttpRequest* req);
+Status ParseHttpHead(std::string_view head, HttpRequest* out);
 // Adds the parameters of a form body (when req->form) to req->params. INVALID_PARAMS for a bad
 // percent-escape.
 Status ParseHttpForm(std::string_view body, HttpRequest* req);

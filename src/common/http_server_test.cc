@@ -22,7 +22,7 @@ HttpHandlers EchoHandlers(bool with_post) {
     HttpResponse r;
     r.content_type = "text/plain";
     r.body = "GET " + std::string(path);
-    for (const auto& [k, v] : params) r.body += " " + k + "=" + v;
+    for (const auto& [k, v] : params) r.body.append(" ").append(k).append("=").append(v);
     return r;
   };
   if (with_post) {
@@ -131,6 +131,7 @@ TEST(HttpServerTest, IdleConnectionsAreCappedAndTheOldestMakeRoom) {
   HttpServer server("test", "127.0.0.1", 0, EchoHandlers(false), limits);
   ASSERT_TRUE(server.Start().ok());
   std::vector<int> idle;
+  idle.reserve(50);
   for (int i = 0; i < 50; ++i) idle.push_back(rpc::RawLoopbackSocket(server.port()));
   auto c = ClientFor(server);
   auto r = c.Get("/health");
@@ -277,7 +278,7 @@ TEST(HttpServerTest, FormBodyParametersReachTheHandler) {
   HttpHandlers h = EchoHandlers(false);
   h.post = [](std::string_view path, const HttpParams& params) {
     std::string body = "POST " + std::string(path);
-    for (const auto& [k, v] : params) body += " " + k + "=" + v;
+    for (const auto& [k, v] : params) body.append(" ").append(k).append("=").append(v);
     return HttpResponse{200, "text/plain", body};
   };
   HttpServer server("test", "127.0.0.1", 0, h);

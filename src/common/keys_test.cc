@@ -20,7 +20,7 @@ TEST(PackedKeysTest, RoundTripsAnyKeys) {
   std::vector<std::string> keys = {"a",
                                    std::string(127, 'b'),
                                    std::string(128, 'c'),
-                                   std::string("nul\0in\0it", 10),
+                                   std::string("nul\0in\0it\0", 10),
                                    std::string(70000, 'd'),
                                    ""};
   const std::string packed = PackKeys(keys);

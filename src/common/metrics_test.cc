@@ -12,6 +12,7 @@ namespace {
 TEST(MetricsTest, CounterCountsAcrossThreads) {
   Counter c;
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&c] {
       for (int i = 0; i < 10000; ++i) c.Add();

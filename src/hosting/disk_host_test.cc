@@ -45,7 +45,7 @@ class DiskHostReadTest : public ::testing::Test {
     host_.reset();
     std::filesystem::remove_all(dir_);
   }
-  rpc::Reply ReadRanges(std::vector<std::pair<uint64_t, uint64_t>> ranges) {
+  rpc::Reply ReadRanges(const std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
     rpc::DataRequest req;
     req.set_segment_name("dram#disk");
     for (auto [offset, length] : ranges) {

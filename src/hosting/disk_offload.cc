@@ -54,7 +54,9 @@ DiskHost::StagedBatch DiskHost::Stage(std::vector<Pending> batch) {
   return out;
 }
 
-void DiskHost::WriteStaged(StagedBatch staged) {
+// By value: a sink. The batch and its staging buffer are freed when the write is done, not held
+// by the caller through the rest of its loop.
+void DiskHost::WriteStaged(StagedBatch staged) {  // NOLINT(performance-unnecessary-value-param)
   const std::vector<disk::DiskTier::WriteItem>& items = staged.items;
   auto results = tier_->Write(items, staged.buffer);
   std::vector<disk::DiskObject> written;

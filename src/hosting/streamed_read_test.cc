@@ -12,6 +12,7 @@ using transfer::ReadTrailer;
 std::shared_ptr<StreamedRead> ThreeRanges(Deadline give_up, bool range_codes = false) {
   auto buf = std::make_shared<disk::AlignedBuffer>(3 * 4096, 4096);
   std::vector<disk::DiskTier::ReadOp> ops;
+  ops.reserve(3);
   for (int i = 0; i < 3; ++i) {
     ops.push_back({static_cast<uint64_t>(i) * 4096, 100, buf->data() + i * 4096});
   }

@@ -21,7 +21,7 @@ class AdminRoutesTest : public CoreTest {
   AdminRoutesTest()
       : service_(&core_), routes_(&core_, &service_.metrics(), 1.7e9, [] { return At(5); }) {}
 
-  json GetJson(std::string_view path, AdminRoutes::Params params = {}, int want = 200) {
+  json GetJson(std::string_view path, const AdminRoutes::Params& params = {}, int want = 200) {
     AdminResponse r = routes_.Get(path, params);
     EXPECT_EQ(r.status, want) << path << ": " << r.body;
     EXPECT_EQ(r.content_type, "application/json");

@@ -181,7 +181,7 @@ void KvEventPublisher::ServeReplay() {
   // ROUTER: [identity, (empty delimiter from REQ), request]. Answers go to identity with the
   // same delimiter, so REQ and DEALER peers both read [seq, payload].
   const std::string identity = frames.front().to_string();
-  const bool delimited = frames.size() == 3 && frames[1].size() == 0;
+  const bool delimited = frames.size() == 3 && frames[1].empty();
   const std::string_view request = frames.back().to_string_view();
   auto reply = [&](int64_t seq, std::string_view payload) {
     sock.send(zmq::buffer(identity), zmq::send_flags::sndmore | zmq::send_flags::dontwait);

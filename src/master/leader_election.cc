@@ -32,7 +32,7 @@ bool NodeTraffic(uint16_t method) {
 LeaderElection::LeaderElection(std::unique_ptr<ha::Coordinator> coordinator,
                                ElectionOptions options, std::function<void()> on_lost)
     : coordinator_(std::move(coordinator)),
-      options_(std::move(options)),
+      options_(options),
       on_lost_(std::move(on_lost)),
       ttl_(coordinator_->lease_ttl()) {}
 

@@ -8,13 +8,12 @@ namespace kvpool::master {
 namespace {
 
 using testing::At;
-using testing::Code;
 using testing::CoreTest;
 using testing::kT0;
 
 class GroupTest : public CoreTest {
  protected:
-  static rpc::ReplicateConfig Groups(std::vector<std::string> ids) {
+  static rpc::ReplicateConfig Groups(const std::vector<std::string>& ids) {
     rpc::ReplicateConfig c;
     for (auto& g : ids) c.add_group_ids(g);
     return c;
@@ -22,9 +21,9 @@ class GroupTest : public CoreTest {
   // Whether `key` is complete, without touching it (Exists marks it asked for eviction).
   int Present(const std::string& key) { return core_.InspectObject(key, kT0).ok() ? 1 : 0; }
   // Puts and commits `keys` in one batch with `cfg`.
-  void PutGroup(std::vector<std::string> keys, rpc::ReplicateConfig cfg, uint64_t size = 1024,
-                Clock::time_point now = kT0) {
-    auto r = PutStart("w", keys, size, now, false, cfg);
+  void PutGroup(const std::vector<std::string>& keys, rpc::ReplicateConfig cfg,
+                uint64_t size = 1024, Clock::time_point now = kT0) {
+    auto r = PutStart("w", keys, size, now, false, std::move(cfg));
     ASSERT_EQ(r.results_size(), static_cast<int>(keys.size()));
     for (const auto& res : r.results()) ASSERT_EQ(res.code(), 0) << res.message();
     PutEnd("w", keys, {}, now);

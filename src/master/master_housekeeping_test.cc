@@ -162,6 +162,7 @@ TEST_F(CoreTest, ConcurrencySmoke) {
     }
   };
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) threads.emplace_back(work, t);
   for (auto& th : threads) th.join();
   EXPECT_EQ(failures.load(), 0);

@@ -16,9 +16,9 @@ using testing::kT0;
 class LeaseTest : public CoreTest {
  protected:
   // A leased get of `keys` by `reader`; returns the lease id.
-  uint64_t Lease(const std::string& reader, std::vector<std::string> keys,
+  uint64_t Lease(const std::string& reader, const std::vector<std::string>& keys,
                  Clock::time_point now = kT0) {
-    rpc::KeysRequest req = Keys(std::move(keys));
+    rpc::KeysRequest req = Keys(keys);
     req.set_client_id(reader);
     rpc::GetReplicaListReply r = core_.GetReplicaList(req, now);
     for (const auto& o : r.objects()) EXPECT_EQ(o.code(), 0) << o.message();
@@ -116,6 +116,7 @@ TEST_F(LeaseTest, AFullPoolRefusesOnlyWhenEverythingIsLeased) {
   Mount("node1", "n1", 4096);
   for (int i = 0; i < 4; ++i) PutComplete("w", "k" + std::to_string(i), 1024);
   std::vector<uint64_t> ids;
+  ids.reserve(4);
   for (int i = 0; i < 4; ++i) ids.push_back(Lease("r", {"k" + std::to_string(i)}));
   auto refused = Put1("w", "new", 1024, At(0.1));
   EXPECT_EQ(Code(refused.code()), ErrorCode::NO_AVAILABLE_HANDLE);

@@ -11,7 +11,7 @@ namespace kvpool::master {
 namespace {
 
 // Parses `args` (without the program name) into fresh options.
-MasterOptions ParseArgs(std::vector<std::string> args) {
+MasterOptions ParseArgs(const std::vector<std::string>& args) {
   CLI::App app("master");
   MasterOptions o;
   AddMasterFlags(app, o);

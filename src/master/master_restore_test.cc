@@ -32,7 +32,8 @@ class RestoreTest : public CoreTest {
     return o;
   }
   rpc::MountSegmentReply MountWith(MasterCore& core, const std::string& client,
-                                   const std::string& name, std::vector<rpc::StoredObject> objects,
+                                   const std::string& name,
+                                   const std::vector<rpc::StoredObject>& objects,
                                    bool more = false) {
     rpc::MountSegment m;
     m.set_client_id(client);

@@ -27,7 +27,7 @@ Deadline Soon() { return DeadlineAfter(std::chrono::seconds(5)); }
 
 class MasterServiceTest : public ::testing::Test {
  protected:
-  explicit MasterServiceTest(MasterOptions o = TestOptions()) : master_(o) {}
+  explicit MasterServiceTest(const MasterOptions& o = TestOptions()) : master_(o) {}
   void SetUp() override {
     ASSERT_TRUE(master_.Start().ok());
     ep_ = rpc::Endpoint{"127.0.0.1", master_.port()};

@@ -6,6 +6,7 @@
 
 #include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "master/master_core.h"
@@ -35,7 +36,8 @@ class CoreTest : public ::testing::Test {
  protected:
   static constexpr uint64_t kSeg = 1 << 20;
 
-  explicit CoreTest(MasterOptions o = MasterOptions()) : options_(o), core_(options_, 42) {}
+  explicit CoreTest(MasterOptions o = MasterOptions())
+      : options_(std::move(o)), core_(options_, 42) {}
 
   // Mounts segment `name` ("node:N") of `size` bytes for `client`.
   uint64_t Mount(const std::string& client, const std::string& name, uint64_t size = kSeg,
@@ -60,7 +62,7 @@ class CoreTest : public ::testing::Test {
       item->set_key(k);
       item->set_size(size);
     }
-    *p.mutable_config() = cfg;
+    *p.mutable_config() = std::move(cfg);
     p.set_upsert(upsert);
     auto r = core_.PutStart(p, now);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -70,12 +72,12 @@ class CoreTest : public ::testing::Test {
   rpc::PutStartResult Put1(const std::string& client, const std::string& key, uint64_t size,
                            Clock::time_point now = kT0, bool upsert = false,
                            rpc::ReplicateConfig cfg = rpc::ReplicateConfig()) {
-    auto r = PutStart(client, {key}, size, now, upsert, cfg);
+    auto r = PutStart(client, {key}, size, now, upsert, std::move(cfg));
     return r.results_size() == 1 ? r.results(0) : rpc::PutStartResult();
   }
 
-  rpc::CodesReply PutEnd(const std::string& client, std::vector<std::string> commit,
-                         std::vector<std::string> revoke = {}, Clock::time_point now = kT0) {
+  rpc::CodesReply PutEnd(const std::string& client, const std::vector<std::string>& commit,
+                         const std::vector<std::string>& revoke = {}, Clock::time_point now = kT0) {
     rpc::PutEnd p;
     p.set_client_id(client);
     for (auto& k : commit) p.add_commit_keys(k);
@@ -94,7 +96,7 @@ class CoreTest : public ::testing::Test {
     ASSERT_EQ(e.codes(0), 0) << e.messages(0);
   }
 
-  static rpc::KeysRequest Keys(std::vector<std::string> keys, bool force = false,
+  static rpc::KeysRequest Keys(const std::vector<std::string>& keys, bool force = false,
                                bool no_lease = false) {
     rpc::KeysRequest k;
     for (auto& key : keys) k.add_keys(key);

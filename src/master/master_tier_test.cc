@@ -48,8 +48,8 @@ class TierTest : public testing::CoreTest {
     o.set_checksum(sum);
     return o;
   }
-  rpc::CodesReply Update(std::vector<rpc::StoredObject> added,
-                         std::vector<rpc::StoredObject> dropped = {},
+  rpc::CodesReply Update(const std::vector<rpc::StoredObject>& added,
+                         const std::vector<rpc::StoredObject>& dropped = {},
                          const std::string& client = "node",
                          const std::string& segment = "dram#disk", Clock::time_point now = kT0) {
     rpc::TierUpdate u;
@@ -305,9 +305,9 @@ class PromoteTest : public TierTest {
     ASSERT_EQ(loc.replicas_size(), 1);
     ASSERT_EQ(loc.replicas(0).tier(), static_cast<uint32_t>(rpc::TIER_DISK));
   }
-  rpc::PromoteReply Promote(std::vector<rpc::StoredObject> start,
-                            std::vector<rpc::StoredObject> commit = {},
-                            std::vector<rpc::StoredObject> cancel = {},
+  rpc::PromoteReply Promote(const std::vector<rpc::StoredObject>& start,
+                            const std::vector<rpc::StoredObject>& commit = {},
+                            const std::vector<rpc::StoredObject>& cancel = {},
                             Clock::time_point now = At(40)) {
     rpc::Promote p;
     p.set_client_id("node");

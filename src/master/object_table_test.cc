@@ -169,6 +169,7 @@ TEST(ObjectTableTest, EraseIfKeepsPendingIndexConsistent) {
     EXPECT_EQ(s->EraseIf([](Object&) { return true; }), 0u);
   }
   std::vector<std::string> keys;
+  keys.reserve(200);
   for (int i = 0; i < 200; ++i) keys.push_back("p" + std::to_string(i));
   for (const auto& k : keys) t.Lock(k)->Insert(Object::Create(k, 1, {}));
   size_t erased = 0, pending_left = 0;

@@ -76,6 +76,7 @@ TEST(MasterClientTest, ChunkedGetReplicaListKeepsEveryLease) {
   ASSERT_TRUE(server.Start().ok());
   MasterClient client(rpc::Endpoint{"127.0.0.1", server.port()}, "c");
   std::vector<std::string> keys;
+  keys.reserve(20000);
   for (int i = 0; i < 20000; ++i) keys.push_back("k" + std::to_string(i));
   auto r = client.GetReplicaList(keys, /*no_lease=*/false, DeadlineAfter(std::chrono::seconds(5)));
   ASSERT_TRUE(r.ok()) << r.status().ToString();

@@ -95,6 +95,7 @@ TEST_F(AttachServerTest, StallAtEveryByteAndNoAttachAreTimedOut) {
 TEST_F(AttachServerTest, IdleConnectionsPastThePendingCapCloseTheOldest) {
   Start(4096, 8);
   std::vector<int> idle;
+  idle.reserve(64);
   for (int i = 0; i < 64; ++i) idle.push_back(Connect());
   auto conn = rpc::UnixConnection::Connect(name_, "test", DeadlineAfter(std::chrono::seconds(2)));
   EXPECT_TRUE(conn.ok()) << conn.status().ToString();
@@ -112,6 +113,7 @@ TEST_F(AttachServerTest, IdleConnectionsPastThePendingCapCloseTheOldest) {
 TEST_F(AttachServerTest, PastMaxConnectionsHelloGetsAClearRefusal) {
   Start(4, 256);
   std::vector<int> held;
+  held.reserve(4);
   for (int i = 0; i < 4; ++i) held.push_back(Connect());
   auto conn = rpc::UnixConnection::Connect(name_, "test", DeadlineAfter(std::chrono::seconds(2)));
   ASSERT_FALSE(conn.ok());

@@ -33,7 +33,7 @@ LocalReply Violation(const std::string& message) {
 }  // namespace
 
 AttachService::AttachService(client::HostedClient* store, AttachServiceOptions options)
-    : store_(store), options_(options) {}
+    : store_(store), options_(std::move(options)) {}
 
 AttachService::~AttachService() { DropAll(); }
 

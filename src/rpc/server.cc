@@ -297,7 +297,10 @@ asio::awaitable<void> Server::AcceptLoop() {
     }
     socket.set_option(asio::ip::tcp::no_delay(true), ec);
     socket.set_option(asio::socket_base::keep_alive(true), ec);
-    asio::co_spawn(socket.get_executor(), Accepted(std::move(socket)), asio::detached);
+    // The executor first: the order of evaluation of the arguments is unspecified, and the
+    // coroutine's parameter is moved from `socket`.
+    auto executor = socket.get_executor();
+    asio::co_spawn(executor, Accepted(std::move(socket)), asio::detached);
   }
 }
 

@@ -423,6 +423,7 @@ TEST(ServerLimitsTest, IdleHandshakesAreCappedAndTheOldestMakeRoom) {
   Server server(o, &service);
   ASSERT_TRUE(server.Start().ok());
   std::vector<int> fds;
+  fds.reserve(100);
   for (int i = 0; i < 100; ++i) fds.push_back(RawLoopbackSocket(server.port()));
   auto start = Clock::now();
   auto c = Connection::Connect({"127.0.0.1", server.port()}, "real",

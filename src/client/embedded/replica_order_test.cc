@@ -17,6 +17,7 @@ rpc::ObjectLocation Location(const std::vector<std::string>& endpoints) {
 
 std::vector<std::string> Names(const std::vector<const rpc::Replica*>& v) {
   std::vector<std::string> out;
+  out.reserve(v.size());
   for (const rpc::Replica* r : v) out.push_back(r->segment_name());
   return out;
 }

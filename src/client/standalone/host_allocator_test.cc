@@ -121,6 +121,7 @@ TEST(HostAllocatorTest, FindWholePartStraddleAndForeign) {
 TEST(HostAllocatorTest, ConcurrentAllocFree) {
   const size_t before = HostMemoryRegistry::Instance().count();
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([] {
       HostMemAllocator a;

@@ -43,11 +43,13 @@ void RunThread(const RowContext& ctx, RowWorker& w, Phases& ph, ThreadTally& tal
 
 Status RunWorkers(const RowContext& ctx, int threads, const WorkerFactory& make, Row& row) {
   std::vector<std::unique_ptr<RowWorker>> workers;
+  workers.reserve(threads);
   for (int t = 0; t < threads; ++t) workers.push_back(make(t));
   std::vector<ThreadTally> tallies(threads);
   std::vector<Status> errors(threads);
   Phases ph(threads);
   std::vector<std::thread> pool;
+  pool.reserve(threads);
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] { RunThread(ctx, *workers[t], ph, tallies[t], errors[t]); });
   }
