@@ -88,7 +88,7 @@ MasterFlag Field(std::string_view names, std::string_view help, Get get, Check c
 }
 template <typename Get>
 MasterFlag Field(std::string_view names, std::string_view help, Get get, Range range) {
-  return Field(names, help, get, InRange(get, std::move(range)));
+  return Field(names, help, get, InRange(get, range));
 }
 
 // A flag taking an integer count of the duration field's unit.
@@ -101,7 +101,7 @@ MasterFlag Duration(std::string_view names, std::string_view help, Get get, Chec
 }
 template <typename Get>
 MasterFlag Duration(std::string_view names, std::string_view help, Get get, Range range) {
-  return Duration(names, help, get, InRange(get, std::move(range)));
+  return Duration(names, help, get, InRange(get, range));
 }
 
 MasterFlag Ha(MasterFlag f) {

@@ -80,13 +80,13 @@ void BindStore(py::module_& m) {
   // --- set-up ---
   cls.def(
       "setup",
-      [](S& s, std::string local_hostname, std::string metadata_server,
-         py::object global_segment_size, py::object local_buffer_size, std::string protocol,
-         std::string rdma_devices, std::string master_server_addr, py::object engine,
-         bool enable_ssd_offload, std::string ssd_offload_path, std::string tenant_id,
+      [](S& s, const std::string& local_hostname, const std::string& metadata_server,
+         py::object global_segment_size, py::object local_buffer_size, const std::string& protocol,
+         const std::string& rdma_devices, const std::string& master_server_addr, py::object engine,
+         bool enable_ssd_offload, const std::string& ssd_offload_path, const std::string& tenant_id,
          bool enable_client_http_server, int client_http_port, bool verify_checksum,
-         std::string tenant_key_file, py::object rpc_timeout_ms, py::object transfer_timeout_ms,
-         py::object ssd_offload_size) {
+         const std::string& tenant_key_file, py::object rpc_timeout_ms,
+         py::object transfer_timeout_ms, py::object ssd_offload_size) {
         py::dict config;
         config["local_hostname"] = local_hostname;
         config["metadata_server"] = metadata_server;

@@ -79,7 +79,7 @@ int64_t Store::RemoveByRegex(const std::string& pattern, bool force) {
   Status failed;
   {
     py::gil_scoped_release nogil;
-    failed = ForEachMatchingPage(**c, pattern, *re, 0, [&](std::vector<std::string> keys) {
+    failed = ForEachMatchingPage(**c, pattern, *re, 0, [&](const std::vector<std::string>& keys) {
       // Leased (without force), pending or meanwhile removed keys are skipped, as Mooncake's.
       for (const Status& st : (*c)->BatchRemove(keys, force)) removed += st.ok() ? 1 : 0;
       return true;

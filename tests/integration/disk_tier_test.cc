@@ -96,6 +96,7 @@ void FlipSlot(const std::string& dir, int slot) {
 // Reads pages [0, n) in one batch; counts, and the keys that failed with CHECKSUM_MISMATCH.
 Counts GetBatchCounting(Client& c, int n, int* mismatches) {
   std::vector<std::string> keys;
+  keys.reserve(n);
   for (int i = 0; i < n; ++i) keys.push_back(PageKey(i));
   auto got = c.BatchGet(keys);
   Counts out;

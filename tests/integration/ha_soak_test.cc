@@ -177,6 +177,7 @@ double OpsPerSecond(Client& c, const std::string& prefix) {
       keys.push_back(prefix + std::to_string(i * 4 + k));
       values.push_back(ObjectBytes(keys.back(), 0, 4096));
     }
+    spans.reserve(values.size());
     for (auto& v : values) spans.emplace_back(v.data(), v.size());
     auto st = c.BatchPut(keys, spans, ReplicateConfig{});
     auto got = c.BatchGet(keys);

@@ -37,6 +37,7 @@ bool PutAll(Client& c, const std::string& prefix, size_t n, milliseconds timeout
   auto end = SteadyClock::now() + timeout;
   while (!keys.empty() && SteadyClock::now() < end) {
     std::vector<std::span<const uint8_t>> spans;
+    spans.reserve(values.size());
     for (auto& v : values) spans.emplace_back(v.data(), v.size());
     auto st = c.BatchPut(keys, spans, ReplicateConfig{});
     std::vector<std::string> left_keys;

@@ -81,6 +81,7 @@ void ReadWithFallback(const std::vector<std::string>& keys, std::vector<KeyRead>
                       Clock::duration silent_peer, PeerHealth& health,
                       std::vector<Status>& status) {
   std::vector<KeyRead*> round;
+  round.reserve(reads.size());
   for (KeyRead& r : reads) round.push_back(&r);
   while (!round.empty()) {
     TransferPlan plan(workers);
