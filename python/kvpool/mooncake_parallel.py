@@ -167,23 +167,25 @@ class MooncakeParallelTensorMethods:
     def batch_put_tensor_with_parallelism_from(self, keys, buffer_ptrs, sizes,
                                                parallelisms=None, config=None,
                                                writer_partitions=None) -> List[int]:
-        tf.require_torch()
-        if not (len(keys) == len(buffer_ptrs) == len(sizes)):
-            return _batch_fail(len(keys), INVALID_PARAMS, "lengths differ")
-        ts = self._tensors_from_buffers(buffer_ptrs, sizes)
-        return self._batch_parallel(list(keys), ts, parallelisms, config, writer_partitions,
-                                    False)
+        return self._batch_parallel_from(keys, buffer_ptrs, sizes, parallelisms, config,
+                                         writer_partitions, False)
 
     @_codes_call
     def batch_upsert_tensor_with_parallelism_from(self, keys, buffer_ptrs, sizes,
                                                   parallelisms=None, config=None,
                                                   writer_partitions=None) -> List[int]:
+        return self._batch_parallel_from(keys, buffer_ptrs, sizes, parallelisms, config,
+                                         writer_partitions, True)
+
+    def _batch_parallel_from(self, keys, buffer_ptrs, sizes, parallelisms, config,
+                             writer_partitions, upsert):
+        """The batch put and upsert of tensors in registered memory: ptr/size lists checked."""
         tf.require_torch()
         if not (len(keys) == len(buffer_ptrs) == len(sizes)):
             return _batch_fail(len(keys), INVALID_PARAMS, "lengths differ")
         ts = self._tensors_from_buffers(buffer_ptrs, sizes)
         return self._batch_parallel(list(keys), ts, parallelisms, config, writer_partitions,
-                                    True)
+                                    upsert)
 
     def _read_full(self, key, target):
         """The full tensor from its shards: writer partitions (manifest), the target's TP

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/keys.h"
 #include "master/master_core.h"
 
 namespace kvpool::master {
@@ -46,5 +47,13 @@ struct MasterCore::Carried {
   uint8_t flags = 0;
   int64_t soft_pin_until_ns = 0;  // 0: the carried soft pin never lapses
 };
+
+// OK for a valid key (common/keys.h); else its error, with the reason in *msg (the per-key
+// calls that answer a code and a message: Revoke, RemoveOne, Commit).
+inline ErrorCode KeyError(std::string_view key, std::string* msg) {
+  Status st = ValidateKey(key);
+  if (!st.ok()) *msg = st.message();
+  return st.code();
+}
 
 }  // namespace kvpool::master

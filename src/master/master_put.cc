@@ -363,11 +363,7 @@ Object* MasterCore::WritersObject(ObjectTable::Shard& shard, std::string_view ke
 ErrorCode MasterCore::Commit(std::string_view key, uint32_t writer, uint64_t checksum,
                              int64_t now_ns, std::string* msg, uint32_t index,
                              std::vector<JournalMark>* marks) {
-  Status st = ValidateKey(key);
-  if (!st.ok()) {
-    *msg = st.message();
-    return st.code();
-  }
+  if (ErrorCode bad = KeyError(key, msg); bad != ErrorCode::OK) return bad;
   auto shard = table_.Lock(key);
   ErrorCode code = ErrorCode::OK;
   Object* obj =
@@ -390,11 +386,7 @@ ErrorCode MasterCore::Commit(std::string_view key, uint32_t writer, uint64_t che
 
 ErrorCode MasterCore::Revoke(std::string_view key, uint32_t writer, int64_t now_ns,
                              std::string* msg) {
-  Status st = ValidateKey(key);
-  if (!st.ok()) {
-    *msg = st.message();
-    return st.code();
-  }
+  if (ErrorCode bad = KeyError(key, msg); bad != ErrorCode::OK) return bad;
   auto shard = table_.Lock(key);
   ErrorCode code = ErrorCode::OK;
   Object* obj = WritersObject(*shard, key, writer, "", &code, msg);

@@ -154,11 +154,7 @@ rpc::CodesReply MasterCore::Remove(const rpc::KeysRequest& req, TimePoint now) {
 
 ErrorCode MasterCore::RemoveOne(std::string_view key, bool force, int64_t now_ns,
                                 std::string* msg) {
-  Status st = ValidateKey(key);
-  if (!st.ok()) {
-    *msg = st.message();
-    return st.code();
-  }
+  if (ErrorCode bad = KeyError(key, msg); bad != ErrorCode::OK) return bad;
   auto shard = table_.Lock(key);
   Object* obj = shard->Find(key);
   if (obj == nullptr) {

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <thread>
 
-#include "client/shared/batch_check.h"
 #include "client/client_security.h"
+#include "client/shared/batch_check.h"
 #include "common/keys.h"
 #include "common/random_id.h"
 #include "ha/etcd_address.h"
@@ -43,6 +43,14 @@ void CheckRegistered(const BufferRegistry& registry, const ObjectBatch& batch,
       break;
     }
   }
+}
+
+// A get into the batch's own buffers: object i's, whatever its size.
+DestFor IntoBuffersOf(const ObjectBatch& batch) {
+  return [&batch](size_t i, uint64_t) {
+    auto b = batch.buffers(i);
+    return Buffers(b.begin(), b.end());
+  };
 }
 
 // Threads that move a batch's parts beside the caller's: one core fewer than the machine has
@@ -214,13 +222,7 @@ void ClientImpl::PutObjects(const ObjectBatch& batch, const ReplicateConfig& con
 
 void ClientImpl::GetObjects(const ObjectBatch& batch, std::vector<Result<uint64_t>>& results) {
   CheckRegistered(buffers_, batch, results);
-  GetBatch(
-      batch.keys(),
-      [&batch](size_t i, uint64_t) {
-        auto b = batch.buffers(i);
-        return Buffers(b.begin(), b.end());
-      },
-      Deadline::max(), /*verify=*/false, results);
+  GetBatch(batch.keys(), IntoBuffersOf(batch), Deadline::max(), /*verify=*/false, results);
 }
 
 std::vector<Status> ClientImpl::PutVouched(const ObjectBatch& batch, const ReplicateConfig& config,
@@ -240,13 +242,7 @@ std::vector<Result<uint64_t>> ClientImpl::GetVouched(const ObjectBatch& batch, D
   std::vector<Result<uint64_t>> results(batch.size(), uint64_t{0});
   if (Status st = CheckOpen(); !st.ok()) results.assign(batch.size(), st);
   CheckGetKeys(batch.keys(), results);
-  GetBatch(
-      batch.keys(),
-      [&batch](size_t i, uint64_t) {
-        auto b = batch.buffers(i);
-        return Buffers(b.begin(), b.end());
-      },
-      limit, verify_checksum, results);
+  GetBatch(batch.keys(), IntoBuffersOf(batch), limit, verify_checksum, results);
   return results;
 }
 
