@@ -19,8 +19,9 @@ uint64_t LeaseTable::Add(Lease lease) {
   return id;
 }
 
-void LeaseTable::Forget(const Lease& l) {
-  held_.fetch_sub(1, std::memory_order_relaxed);
+void LeaseTable::Ended(const Lease& l) {
+  // Release: whoever reads the lower count also sees the holds undone before it.
+  held_.fetch_sub(1, std::memory_order_release);
   bytes_.fetch_sub(l.bytes, std::memory_order_relaxed);
 }
 
@@ -31,7 +32,6 @@ std::optional<Lease> LeaseTable::Release(uint64_t id, uint32_t client) {
   if (it == s.leases.end() || it->second.client != client) return std::nullopt;
   Lease l = std::move(it->second);
   s.leases.erase(it);
-  Forget(l);
   return l;
 }
 
@@ -46,7 +46,6 @@ std::vector<Lease> LeaseTable::TakeIf(Pred&& pred) {
         ++it;
         continue;
       }
-      Forget(it->second);
       out.push_back(std::move(it->second));
       it = s.leases.erase(it);
     }

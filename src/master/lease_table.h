@@ -1,7 +1,8 @@
 // The master's read leases: one per leased GET_REPLICA_LIST, held by (client, lease id).
 //
 // A lease records the holds it took on objects (ObjectTable::Shard::Hold tokens, by shard) and
-// ends in exactly one of three ways, each handing its holds back once for the caller to undo:
+// ends in exactly one of three ways, each handing its holds back once for the caller to undo
+// (and then to report with Ended, so that the counters fall only once no object is held):
 //   - Release: its reader says its transfer is over (only the client that holds it can);
 //   - TakeExpired: its TTL ran out (a reader that stalled, or never releases: older clients);
 //   - TakeClients: its client was declared dead (silent for client_ttl, e.g. kill -9).
@@ -54,9 +55,14 @@ class LeaseTable {
   std::vector<Lease> TakeExpired(int64_t now_ns);
   // Ends every lease of the given clients.
   std::vector<Lease> TakeClients(const std::vector<uint32_t>& clients);
+  // Counts `lease`, returned by one of the three above, as over. REQUIRES: its holds are undone
+  // already, and it is reported once. Until then held() still counts it: a reader of the stat
+  // who sees 0 knows that no remove will be refused for these leases.
+  void Ended(const Lease& lease);
 
-  // Leases held now, and the bytes their objects hold (lock-free; for stat and metrics).
-  uint64_t held() const { return held_.load(std::memory_order_relaxed); }
+  // Leases held now (taken and not yet Ended), and the bytes their objects hold (lock-free; for
+  // stat and metrics).
+  uint64_t held() const { return held_.load(std::memory_order_acquire); }
   uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
 
  private:
@@ -65,7 +71,6 @@ class LeaseTable {
     std::unordered_map<uint64_t, Lease> leases;  // guarded by mu
   };
   Slot& SlotOf(uint64_t id) { return slots_[id % kShards]; }
-  void Forget(const Lease& l);
   template <typename Pred>
   std::vector<Lease> TakeIf(Pred&& pred);
 

@@ -22,6 +22,9 @@ size_t MasterCore::EndLeases(std::vector<Lease> ended) {
     const uint32_t index = holds[i].shard;
     for (; i < holds.size() && holds[i].shard == index; ++i) shard->Unhold(holds[i].token);
   }
+  // Only now: a stat that reads no lease held must find no object held either (a client that
+  // waits for 0 leases and then removes is never refused).
+  for (const Lease& l : ended) leases_.Ended(l);
   return ended.size();
 }
 

@@ -183,5 +183,26 @@ TEST_F(LeaseTest, SynchronousEvictionPrefersUnaskedThenIdleObjects) {
   EXPECT_EQ(exists("n4"), 1);
 }
 
+// A lease taken out of the table still counts until its holds are undone and it is reported
+// Ended: a client that waits for the stat to read 0 leases and then removes is never refused
+// (the count fell before the holds were undone once, and a remove in between was refused).
+TEST(LeaseTableTest, ALeaseCountsUntilItsHoldsAreUndone) {
+  LeaseTable table(7);
+  master::Lease lease;
+  lease.client = 1;
+  lease.bytes = 100;
+  lease.holds.push_back(ShardHold{});
+  const uint64_t id = table.Add(std::move(lease));
+  EXPECT_EQ(table.held(), 1u);
+  std::optional<master::Lease> ended = table.Release(id, 1);
+  ASSERT_TRUE(ended.has_value());
+  EXPECT_EQ(table.held(), 1u);
+  EXPECT_EQ(table.bytes(), 100u);
+  table.Ended(*ended);
+  EXPECT_EQ(table.held(), 0u);
+  EXPECT_EQ(table.bytes(), 0u);
+  EXPECT_FALSE(table.Release(id, 1).has_value());
+}
+
 }  // namespace
 }  // namespace kvpool::master
