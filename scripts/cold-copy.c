@@ -20,8 +20,8 @@ int main(void) {
   const size_t region = (size_t)1 << 30;
   const size_t piece = (size_t)256 << 10;
   const int rounds = 8;
-  char* segment = mmap(NULL, region, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
-                       MAP_POPULATE, -1, 0);
+  char* segment =
+      mmap(NULL, region, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   char* engine = malloc(4 * piece);
   if (segment == MAP_FAILED || engine == NULL) return 1;
   memset(engine, 1, 4 * piece);
