@@ -76,7 +76,7 @@ class AdminTest : public ::testing::Test {
       std::string id = s.name;
       if (!s.labels.empty()) {
         id += "{";
-        for (const auto& [k, v] : s.labels) id += k + "=" + v + ",";
+        for (const auto& [k, v] : s.labels) id.append(k).append("=").append(v).append(",");
         id.back() = '}';
       }
       out[id] = s.value;
@@ -112,6 +112,7 @@ class AdminTest : public ::testing::Test {
 
 std::vector<std::string> Keys(const std::string& prefix, int n) {
   std::vector<std::string> keys;
+  keys.reserve(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) keys.push_back(prefix + std::to_string(i));
   return keys;
 }
