@@ -92,6 +92,11 @@ struct ClientOptions {
   // latency of exists and other metadata calls there. 0: sleep at once (no polling); at most
   // 10000 through the option table (setup dict, config file).
   uint16_t reply_spin_us = 100;
+  // A put's payload sends of at least this many bytes go zero-copy (MSG_ZEROCOPY) on plain TCP:
+  // the kernel sends from the caller's pages instead of copying them. Where it cannot (loopback,
+  // veth, a NIC without scatter-gather) it says so and the connection stops asking
+  // (docs/benchmarks.md, "Zero-copy sends"). 0: never.
+  uint64_t zero_copy_send_min_bytes = 64 * 1024;
   // Fault the contributed segment's memory in at Setup, on one thread per core (at most 8), before
   // Setup mounts it (0.4 s per GiB on a 2-vCPU VM, 2-9 s where its host never backed the memory),
   // instead of on the first put into each page, whose page faults otherwise cost as much as the

@@ -133,6 +133,10 @@ std::vector<ClientOptionDescriptor> BuildTable() {
   t.push_back(Option("reply_spin_us", K::kCount, &O::reply_spin_us,
                      "microseconds a call polls for its reply before sleeping (0: never)", {}, {},
                      kMaxSpinMicros));
+  t.push_back(
+      Option("zero_copy_send_min_bytes", K::kSize, &O::zero_copy_send_min_bytes,
+             "sends of at least this many bytes (put payloads, the contributed segment's get "
+             "replies) go zero-copy where the kernel can (0: never)"));
   t.push_back(Option("prefault_segment", K::kBool, &O::prefault_segment,
                      "fault the contributed segment in at Setup"));
   t.push_back(Option("prefault_segment_in_background", K::kBool, &O::prefault_segment_in_background,

@@ -52,6 +52,7 @@ Result<ClientSecurity> ResolveClientSecurity(const ClientOptions& options) {
   KVPOOL_RETURN_IF_ERROR(rpc::ValidateTls(s, /*also_client=*/options.global_segment_size > 0));
   out.connect.auth_secret = s.auth_secret;
   out.connect.reply_spin = std::chrono::microseconds(options.reply_spin_us);
+  out.connect.zero_copy_min_bytes = options.zero_copy_send_min_bytes;
   KVPOOL_RETURN_IF_ERROR(ResolveTenant(options, out.connect));
   if (s.tls_client()) {
     auto tls = rpc::TlsClientContext::Create(s);

@@ -32,6 +32,7 @@ Result<std::unique_ptr<SegmentHost>> SegmentHost::Start(const SegmentHostOptions
   so.port = options.port;
   so.port_range = options.port_range;
   so.threads = options.io_threads;
+  so.zero_copy_min_bytes = options.zero_copy_min_bytes;
   so.security = options.security;
   so.protected_mode = options.protected_mode;
   so.insecure_hint = options.insecure_hint;

@@ -28,8 +28,9 @@ struct SegmentHostOptions {
   uint64_t size = 0;                               // segment bytes (> 0)
   transfer::SegmentMemoryOptions memory;
   int io_threads = 2;
-  rpc::SecurityOptions security;  // secret and TLS of the data port (docs/security.md)
-  bool protected_mode = false;    // rpc::ServerOptions::protected_mode of the data port
+  uint64_t zero_copy_min_bytes = 0;  // rpc::ServerOptions::zero_copy_min_bytes of the data port
+  rpc::SecurityOptions security;     // secret and TLS of the data port (docs/security.md)
+  bool protected_mode = false;       // rpc::ServerOptions::protected_mode of the data port
   std::string insecure_hint = "start the node with --insecure";  // its message's fix
   // A disk tier below the segment (hosting/disk_host.h); none when absent.
   std::optional<DiskHostOptions> disk;

@@ -45,6 +45,10 @@ void AddNodeFlags(CLI::App& app, NodeOptions& o) {
                "With --prefault: serve at once and fault the pages in behind, at the lowest "
                "priority (faster start; the first writes may overtake it)");
   app.add_option("--io_threads", o.io_threads, "Data server threads")->capture_default_str();
+  app.add_option("--zero_copy_send_min_bytes", o.client.zero_copy_send_min_bytes,
+                 "Get replies (and the node's own puts) of at least this many bytes go zero-copy "
+                 "(MSG_ZEROCOPY) where the kernel can; 0: never")
+      ->capture_default_str();
   AddDurationFlag<int>(app, "--heartbeat_interval_ms", o.client.heartbeat_interval,
                        "Ping period to the master");
   AddDurationFlag<int>(app, "--rpc_timeout_ms", o.client.rpc_timeout,

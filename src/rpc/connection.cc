@@ -109,7 +109,8 @@ Connection::Connection(int fd, Endpoint endpoint, const ConnectOptions& options)
     : fd_(fd),
       endpoint_(std::move(endpoint)),
       limits_(options.limits),
-      reply_spin_(options.reply_spin) {}
+      reply_spin_(options.reply_spin),
+      zero_copy_(options.tls != nullptr ? 0 : options.zero_copy_min_bytes) {}
 
 Connection::~Connection() {
   if (ssl_ != nullptr) SSL_free(ssl_);
@@ -247,6 +248,8 @@ Status Connection::WaitToRead(Deadline deadline) {
 }
 
 Status Connection::WaitReady(short events, Deadline deadline) {
+  // Zero-copy completions on the error queue would wake poll() (POLLERR) until reaped.
+  if (zero_copy_.outstanding() > 0) zero_copy_.Reap(fd_);
   if (stall_ <= Clock::duration::zero()) return WaitFd(fd_, events, deadline, endpoint_);
   // Progress is the socket becoming ready, or the peer acknowledging bytes we sent: on a slow
   // or shared link the send queue drains for seconds before it has room again (or before the
@@ -302,7 +305,13 @@ Status Connection::MoveAll(std::span<iovec> iov, Deadline deadline, bool send) {
       msghdr msg{};
       msg.msg_iov = &iov[i];
       msg.msg_iovlen = cnt;
-      n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+      int zc = zero_copy_.FlagsFor(fd_, TotalLength(std::span<const iovec>(&iov[i], cnt)));
+      n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL | zc);
+      if (n < 0 && errno == ENOBUFS && zc != 0) {  // completions not reaped yet fill the queue
+        zc = zero_copy_.AfterNoBuffers(fd_);
+        n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL | zc);
+      }
+      if (n >= 0) zero_copy_.Sent(zc);
     } else {
       n = ::readv(fd_, &iov[i], static_cast<int>(cnt));
       if (n == 0) {

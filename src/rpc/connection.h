@@ -24,6 +24,7 @@
 #include "rpc/frame.h"
 #include "rpc/kvpool.pb.h"
 #include "rpc/tls_client.h"
+#include "rpc/zero_copy.h"
 
 typedef struct ssl_st SSL;
 
@@ -45,6 +46,10 @@ struct ConnectOptions {
   // microseconds, which is most of a small call's round trip (exists: docs/benchmarks.md).
   // The poll yields the CPU to any other runnable thread between looks. 0: sleep at once.
   std::chrono::microseconds reply_spin{100};
+  // Request payload sends of at least this many bytes go zero-copy (rpc/zero_copy.h) on plain
+  // TCP; 0: never. The memory sent must stay unchanged until the call returns, as it must
+  // anyway.
+  uint64_t zero_copy_min_bytes = kDefaultZeroCopyMinBytes;
 };
 
 // A request payload sent in pieces, with a call before each (see Connection::Call).
@@ -92,6 +97,10 @@ class Connection {
   }
 
   bool broken() const { return fd_ < 0; }
+  // Sends made zero-copy on this connection so far, and whether it stopped asking (the kernel
+  // copied anyway: loopback, veth, a device without scatter-gather).
+  uint64_t zero_copy_sends() const { return zero_copy_.zero_copy_sends(); }
+  bool zero_copy_off() const { return zero_copy_.off(); }
   // False when the peer has closed the connection (checked without blocking). Used by the pool
   // before reusing an idle connection.
   bool StillOpen() const;
@@ -132,6 +141,7 @@ class Connection {
   std::chrono::microseconds spin_budget_{0};  // reply_spin_ while a call awaits its reply
   std::string meta_buf_;                      // reused between calls
   Clock::duration stall_{0};                  // see set_stall_timeout
+  ZeroCopySends zero_copy_;                   // this socket's zero-copy sends (plain TCP only)
 };
 
 }  // namespace kvpool::rpc

@@ -50,6 +50,7 @@
 #include "kvpool/status.h"
 #include "rpc/frame.h"
 #include "rpc/security_options.h"
+#include "rpc/zero_copy.h"
 
 namespace asio::ssl {
 class context;
@@ -69,6 +70,12 @@ class ServerStream {
   virtual asio::awaitable<IoResult> ReadSome(asio::mutable_buffer buffer) = 0;
   // Writes every buffer (or fails).
   virtual asio::awaitable<IoResult> WriteAll(const std::vector<asio::const_buffer>& buffers) = 0;
+  // As WriteAll, zero-copy where the stream can (rpc/zero_copy.h): the buffers' memory must stay
+  // unchanged until the peer has read it, not just until this returns. Default: WriteAll.
+  virtual asio::awaitable<IoResult> WriteAllZeroCopy(
+      const std::vector<asio::const_buffer>& buffers) {
+    co_return co_await WriteAll(buffers);
+  }
   // Closes the socket; pending operations complete with an error. Safe from a timer handler.
   virtual void Close() = 0;
 };
@@ -148,6 +155,9 @@ struct Reply {
   std::vector<asio::const_buffer> payload;
   std::shared_ptr<const void> keep_alive;  // holds what `payload` points into until sent
   std::shared_ptr<PayloadSource> source;   // OK only: a payload streamed as it is produced
+  // `payload` points into memory that stays unchanged until the peer has read it (a segment's
+  // object under the reader's lease), so it may go out zero-copy (ServerOptions).
+  bool payload_stable = false;
 
   static Reply Of(const google::protobuf::MessageLite& msg);
   static Reply Error(const Status& st);
@@ -184,6 +194,9 @@ struct ServerOptions {
   // meanwhile (the next call of a burst: exists, then get) is served without waking a
   // sleeping CPU, which on a VM costs tens to hundreds of microseconds. Zero: sleep at once.
   std::chrono::microseconds idle_spin{0};
+  // Replies whose payload is stable (Reply::payload_stable) go zero-copy on plain TCP when at
+  // least this large (rpc/zero_copy.h); 0: never.
+  uint64_t zero_copy_min_bytes = kDefaultZeroCopyMinBytes;
   FrameLimits limits;
   Clock::duration frame_timeout = std::chrono::seconds(60);      // one frame in and its reply out
   Clock::duration handshake_timeout = std::chrono::seconds(10);  // accept to handshake done

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "rpc/server.h"
+#include "rpc/zero_copy.h"
 
 // asio's coroutine frames come from its own recycling operator new and go back through the
 // matching operator delete; gcc 12 cannot see that the two match and warns at the end of every
@@ -98,7 +99,8 @@ namespace server_streams {
 // Plain TCP: gathered writes and scattered reads straight on the socket.
 class PlainStream : public ServerStream {
  public:
-  explicit PlainStream(asio::ip::tcp::socket& socket) : socket_(socket) {}
+  explicit PlainStream(asio::ip::tcp::socket& socket, uint64_t zero_copy_min_bytes = 0)
+      : socket_(socket), zero_copy_(zero_copy_min_bytes) {}
   asio::awaitable<IoResult> ReadAll(const std::vector<asio::mutable_buffer>& buffers) override {
     co_return co_await asio::async_read(socket_, buffers, TransferAllInLargeCalls, kUseTuple);
   }
@@ -108,6 +110,8 @@ class PlainStream : public ServerStream {
   asio::awaitable<IoResult> WriteAll(const std::vector<asio::const_buffer>& buffers) override {
     co_return co_await asio::async_write(socket_, buffers, TransferAllInLargeCalls, kUseTuple);
   }
+  asio::awaitable<IoResult> WriteAllZeroCopy(
+      const std::vector<asio::const_buffer>& buffers) override;
   void Close() override {
     asio::error_code ignored;
     socket_.close(ignored);
@@ -115,6 +119,7 @@ class PlainStream : public ServerStream {
 
  private:
   asio::ip::tcp::socket& socket_;
+  ZeroCopySends zero_copy_;
 };
 
 class TlsStream : public ServerStream {

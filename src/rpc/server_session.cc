@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <span>
+
 #include "common/tenant_key.h"
 #include "rpc/auth.h"
 #include "rpc/kvpool.pb.h"
@@ -59,7 +62,7 @@ asio::awaitable<void> Server::Accepted(asio::ip::tcp::socket socket) {
   }
   SlotLease lease(this, slot);
   if (tls_ == nullptr) {
-    PlainStream stream(socket);
+    PlainStream stream(socket, options_.zero_copy_min_bytes);
     Watchdog watchdog(ex, stream, options_.name, context.peer);
     slot->stream = &stream;
     watchdog.Arm(options_.handshake_timeout, "handshake not completed in time");
@@ -135,7 +138,9 @@ asio::awaitable<bool> Server::SendReply(ServerStream& stream, const FrameHeader&
   }
   EncodeFrameHeader(h, header);
   if (!streamed) {
-    auto [ec, n] = co_await stream.WriteAll(out);
+    auto [ec, n] = reply.payload_stable && reply.code == ErrorCode::OK
+                       ? co_await stream.WriteAllZeroCopy(out)
+                       : co_await stream.WriteAll(out);
     co_return !ec;
   }
   // Each write takes every part ready by then (the header and meta go with the first ones).
@@ -153,6 +158,43 @@ asio::awaitable<bool> Server::SendReply(ServerStream& stream, const FrameHeader&
   } while (i < source.parts());
   co_return true;
 }
+
+namespace server_streams {
+
+asio::awaitable<IoResult> PlainStream::WriteAllZeroCopy(
+    const std::vector<asio::const_buffer>& buffers) {
+  const int fd = socket_.native_handle();
+  uint64_t left = asio::buffer_size(buffers);
+  int flags = zero_copy_.FlagsFor(fd, left);
+  if (flags == 0) co_return co_await WriteAll(buffers);
+  // async_send takes what the socket accepts now (one sendmsg with the flags): send the rest
+  // from where it stopped.
+  std::vector<asio::const_buffer> rest(buffers);
+  size_t first = 0;
+  size_t written = 0;
+  while (left > 0) {
+    std::span<const asio::const_buffer> pending(rest.data() + first, rest.size() - first);
+    auto [ec, n] = co_await socket_.async_send(pending, flags, kUseTuple);
+    if (ec == asio::error::no_buffer_space && flags != 0) {  // completions not reaped yet
+      flags = zero_copy_.AfterNoBuffers(fd);
+      continue;
+    }
+    if (ec) co_return IoResult{ec, written};
+    zero_copy_.Sent(flags);
+    written += n;
+    left -= n;
+    for (size_t taken = n; taken > 0 && first < rest.size();) {
+      const size_t k = std::min(taken, rest[first].size());
+      rest[first] += k;
+      taken -= k;
+      if (rest[first].size() == 0) ++first;
+    }
+    flags = left > 0 ? zero_copy_.FlagsFor(fd, left) : 0;
+  }
+  co_return IoResult{asio::error_code{}, written};
+}
+
+}  // namespace server_streams
 
 asio::awaitable<bool> Server::Greet(ServerStream& stream, const FrameHeader& h,
                                     const std::string& meta, ConnectionContext& context,

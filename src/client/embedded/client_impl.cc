@@ -129,6 +129,7 @@ Status ClientImpl::Init() {
     ho.memory.prefault_in_background =
         hosting_.prefault_in_background.value_or(options_.prefault_segment_in_background);
     ho.io_threads = hosting_.io_threads;
+    ho.zero_copy_min_bytes = options_.zero_copy_send_min_bytes;
     // Without a secret, peers on other hosts are refused unless the owner opted out.
     ho.protected_mode = !options_.insecure;
     ho.insecure_hint = hosting_.insecure_hint;
