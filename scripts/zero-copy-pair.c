@@ -6,6 +6,9 @@
 //
 //   cc -O2 -pthread -o /tmp/zero-copy-pair scripts/zero-copy-pair.c
 //   for s in 65536 262144 1048576 4194304; do /tmp/zero-copy-pair $s 0; /tmp/zero-copy-pair $s 1; done
+//
+// Across a link instead of loopback: a receiver listening on PORT (/tmp/zero-copy-pair 0 0 PORT,
+// e.g. in another network namespace), then /tmp/zero-copy-pair PIECE ZEROCOPY PORT ADDRESS.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -83,23 +86,35 @@ static void Reap(int fd, int wait) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: %s PIECE_BYTES ZEROCOPY(0|1)\n", argv[0]);
+  if (argc != 3 && argc != 4 && argc != 5) {
+    fprintf(stderr, "usage: %s PIECE_BYTES ZEROCOPY(0|1) [PORT [ADDRESS]]\n", argv[0]);
     return 2;
   }
   const size_t piece = strtoull(argv[1], NULL, 0);
   const int zerocopy = atoi(argv[2]);
-  if (piece == 0 || piece > kRegion / 2) return 2;
+  // Loopback with a receiver thread (no PORT); only a receiver on PORT (no ADDRESS); or only a
+  // sender to ADDRESS:PORT.
+  const int receive_here = argc != 5;
+  const int send_here = argc != 4;
+  if (send_here && (piece == 0 || piece > kRegion / 2)) return 2;
   int listener = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  if (argc >= 4) addr.sin_port = htons((uint16_t)atoi(argv[3]));
+  if (argc == 4) addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  if (argc == 5 && inet_pton(AF_INET, argv[4], &addr.sin_addr) != 1) return 2;
   socklen_t len = sizeof(addr);
-  if (bind(listener, (struct sockaddr*)&addr, len) != 0 || listen(listener, 1) != 0 ||
-      getsockname(listener, (struct sockaddr*)&addr, &len) != 0) {
+  if (receive_here && (bind(listener, (struct sockaddr*)&addr, len) != 0 ||
+                       listen(listener, 1) != 0 ||
+                       getsockname(listener, (struct sockaddr*)&addr, &len) != 0)) {
     perror("listen");
     return 1;
   }
   pthread_t receiver;
-  pthread_create(&receiver, NULL, Receive, &listener);
+  if (receive_here) pthread_create(&receiver, NULL, Receive, &listener);
+  if (!send_here) {
+    pthread_join(receiver, NULL);
+    return 0;
+  }
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (connect(fd, (struct sockaddr*)&addr, len) != 0) {
     perror("connect");
@@ -145,7 +160,7 @@ int main(int argc, char** argv) {
   const double seconds = Now() - t0;
   const double cpu = ThreadCpu() - cpu0;
   close(fd);
-  pthread_join(receiver, NULL);
+  if (receive_here) pthread_join(receiver, NULL);
   printf("piece %zu zerocopy %d: %.2f GB/s, sender %.3f cpu-s/GB, %ld sends, %ld completed, "
          "%ld said copied\n",
          piece, zerocopy, (double)kTotal / seconds / 1e9, cpu / ((double)kTotal / 1e9), sends,
