@@ -23,6 +23,7 @@
 
 #include "common/spin_wait.h"
 #include "rpc/auth.h"
+#include "rpc/receive_low_water.h"
 
 namespace kvpool::rpc {
 namespace {
@@ -95,6 +96,12 @@ Result<int> ConnectSocket(const Endpoint& ep, Deadline deadline) {
 int UnackedBytes(int fd) {
   int n = 0;
   return ::ioctl(fd, SIOCOUTQ, &n) == 0 ? n : -1;
+}
+
+// Bytes received on `fd` and not read yet (SIOCINQ), or -1.
+int QueuedBytes(int fd) {
+  int n = 0;
+  return ::ioctl(fd, SIOCINQ, &n) == 0 ? n : -1;
 }
 
 size_t TotalLength(std::span<const iovec> iov) {
@@ -254,15 +261,20 @@ Status Connection::WaitReady(short events, Deadline deadline) {
   // Progress is the socket becoming ready, or the peer acknowledging bytes we sent: on a slow
   // or shared link the send queue drains for seconds before it has room again (or before the
   // reply comes), while a partitioned or stopped peer acknowledges nothing.
+  // Bytes arriving count too: a read waiting for its low-water mark (ReceiveLowWater) is not
+  // woken by fewer, however steadily they come.
   int unacked = UnackedBytes(fd_);
+  int queued = QueuedBytes(fd_);
   for (;;) {
     const Deadline patience = Clock::now() + stall_;
     if (patience >= deadline) return WaitFd(fd_, events, deadline, endpoint_);
     Status st = WaitFd(fd_, events, patience, endpoint_);
     if (st.code() != ErrorCode::RPC_TIMEOUT) return st;
     const int now_unacked = UnackedBytes(fd_);
-    if (now_unacked < 0 || now_unacked == unacked) break;
+    const int now_queued = QueuedBytes(fd_);
+    if (now_unacked < 0 || (now_unacked == unacked && now_queued == queued)) break;
     unacked = now_unacked;
+    queued = now_queued;
   }
   return Status(
       ErrorCode::RPC_TIMEOUT,
@@ -293,6 +305,8 @@ Status Connection::Fail(Status st) {
 // readiness until `deadline`. Advances `iov` in place.
 Status Connection::MoveAll(std::span<iovec> iov, Deadline deadline, bool send) {
   if (ssl_ != nullptr) return MoveAllTls(iov, deadline, send);
+  uint64_t left = send ? 0 : TotalLength(iov);
+  ReceiveLowWater low_water(fd_, left);
   size_t i = 0;
   while (i < iov.size()) {
     if (iov[i].iov_len == 0) {
@@ -322,17 +336,19 @@ Status Connection::MoveAll(std::span<iovec> iov, Deadline deadline, bool send) {
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        if (!send) low_water.Before(left);
         KVPOOL_RETURN_IF_ERROR(send ? WaitReady(POLLOUT, deadline) : WaitToRead(deadline));
         continue;
       }
       return Status(ErrorCode::RPC_FAIL, fmt::format("{} {}: {}", send ? "send to" : "receive from",
                                                      endpoint_.ToString(), strerror(errno)));
     }
-    for (size_t left = static_cast<size_t>(n); left > 0 && i < iov.size();) {
-      size_t take = std::min(left, iov[i].iov_len);
+    if (!send) left -= static_cast<uint64_t>(n);
+    for (size_t rest = static_cast<size_t>(n); rest > 0 && i < iov.size();) {
+      size_t take = std::min(rest, iov[i].iov_len);
       iov[i].iov_base = static_cast<char*>(iov[i].iov_base) + take;
       iov[i].iov_len -= take;
-      left -= take;
+      rest -= take;
       if (iov[i].iov_len == 0) ++i;
     }
   }

@@ -8,6 +8,7 @@
 #include <openssl/x509.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <asio/experimental/as_tuple.hpp>
 #include <asio/ssl.hpp>
 #include <list>
@@ -38,6 +39,18 @@ inline constexpr auto kUseTuple = asio::experimental::as_tuple(asio::use_awaitab
 inline constexpr size_t kMaxBytesPerCall = size_t{64} << 20;
 inline size_t TransferAllInLargeCalls(const asio::error_code& ec, size_t /*transferred*/) {
   return ec ? 0 : kMaxBytesPerCall;
+}
+// Drops the first `n` bytes of buffers[first..] (a partial read or write) and returns the index
+// of the first buffer with bytes left.
+template <typename Buffer>
+size_t Consume(std::vector<Buffer>& buffers, size_t first, size_t n) {
+  while (n > 0 && first < buffers.size()) {
+    const size_t k = std::min(n, buffers[first].size());
+    buffers[first] += k;
+    n -= k;
+    if (buffers[first].size() == 0) ++first;
+  }
+  return first;
 }
 // Before a connection has authenticated, a frame's meta is at most this (a HELLO or AUTH is
 // ~100 bytes): an anonymous peer cannot make the server allocate more.
@@ -89,6 +102,7 @@ inline std::string SubjectOf(SSL* ssl) {
 
 }  // namespace server_detail
 
+using server_detail::Consume;
 using server_detail::kUseTuple;
 using server_detail::TransferAllInLargeCalls;
 
@@ -101,9 +115,7 @@ class PlainStream : public ServerStream {
  public:
   explicit PlainStream(asio::ip::tcp::socket& socket, uint64_t zero_copy_min_bytes = 0)
       : socket_(socket), zero_copy_(zero_copy_min_bytes) {}
-  asio::awaitable<IoResult> ReadAll(const std::vector<asio::mutable_buffer>& buffers) override {
-    co_return co_await asio::async_read(socket_, buffers, TransferAllInLargeCalls, kUseTuple);
-  }
+  asio::awaitable<IoResult> ReadAll(const std::vector<asio::mutable_buffer>& buffers) override;
   asio::awaitable<IoResult> ReadSome(asio::mutable_buffer buffer) override {
     co_return co_await socket_.async_read_some(buffer, kUseTuple);
   }

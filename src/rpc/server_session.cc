@@ -9,6 +9,7 @@
 #include "common/tenant_key.h"
 #include "rpc/auth.h"
 #include "rpc/kvpool.pb.h"
+#include "rpc/receive_low_water.h"
 #include "rpc/server.h"
 #include "rpc/server_internal.h"
 
@@ -161,6 +162,29 @@ asio::awaitable<bool> Server::SendReply(ServerStream& stream, const FrameHeader&
 
 namespace server_streams {
 
+asio::awaitable<IoResult> PlainStream::ReadAll(const std::vector<asio::mutable_buffer>& buffers) {
+  uint64_t left = asio::buffer_size(buffers);
+  ReceiveLowWater low_water(socket_.native_handle(), left);
+  if (left < 2 * ReceiveLowWater::kMark) {
+    co_return co_await asio::async_read(socket_, buffers, TransferAllInLargeCalls, kUseTuple);
+  }
+  // async_read_some reads what has arrived (one readv); the low-water mark decides how much
+  // must have arrived before the socket is reported readable again.
+  std::vector<asio::mutable_buffer> rest(buffers);
+  size_t first = 0;
+  size_t got = 0;
+  while (left > 0) {
+    low_water.Before(left);
+    std::span<const asio::mutable_buffer> pending(rest.data() + first, rest.size() - first);
+    auto [ec, n] = co_await socket_.async_read_some(pending, kUseTuple);
+    if (ec) co_return IoResult{ec, got};
+    got += n;
+    left -= n;
+    first = Consume(rest, first, n);
+  }
+  co_return IoResult{asio::error_code{}, got};
+}
+
 asio::awaitable<IoResult> PlainStream::WriteAllZeroCopy(
     const std::vector<asio::const_buffer>& buffers) {
   const int fd = socket_.native_handle();
@@ -183,12 +207,7 @@ asio::awaitable<IoResult> PlainStream::WriteAllZeroCopy(
     zero_copy_.Sent(flags);
     written += n;
     left -= n;
-    for (size_t taken = n; taken > 0 && first < rest.size();) {
-      const size_t k = std::min(taken, rest[first].size());
-      rest[first] += k;
-      taken -= k;
-      if (rest[first].size() == 0) ++first;
-    }
+    first = Consume(rest, first, n);
     flags = left > 0 ? zero_copy_.FlagsFor(fd, left) : 0;
   }
   co_return IoResult{asio::error_code{}, written};
