@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "rpc/connection.h"
+#include "rpc/echo_service_test_util.h"
 #include "rpc/server.h"
 
 namespace kvpool::rpc {
@@ -44,29 +45,18 @@ class TrickleSource : public PayloadSource {
   const std::chrono::milliseconds pause_;
 };
 
-// WRITE keeps the payload; READ returns it from stable memory (zero-copy where the kernel can);
-// method 99 streams it slowly.
-class BigService : public Service {
+// The echo service, its READs zero-copy where the kernel can; method 99 streams the stored
+// bytes slowly.
+class BigService : public EchoService {
  public:
-  asio::awaitable<Reply> Handle(const FrameHeader& h, std::string_view /*meta*/,
+  BigService() { stable_reads_ = true; }
+  asio::awaitable<Reply> Handle(const FrameHeader& h, std::string_view meta,
                                 PayloadReader& payload) override {
-    if (h.method == WRITE) {
-      stored_.resize(payload.size());
-      std::vector<asio::mutable_buffer> into(1, asio::buffer(stored_));
-      Status st = co_await payload.ReadInto(std::move(into));
-      if (!st.ok()) co_return Reply::Error(st);
-      co_return Reply::Of(Empty());
-    }
+    if (h.method != 99) co_return co_await EchoService::Handle(h, meta, payload);
     Reply r = Reply::Of(Empty());
-    if (h.method == READ) {
-      r.payload.push_back(asio::buffer(stored_));
-      r.payload_stable = true;
-    } else {
-      r.source = std::make_shared<TrickleSource>(stored_, std::chrono::milliseconds(25));
-    }
+    r.source = std::make_shared<TrickleSource>(stored_, std::chrono::milliseconds(25));
     co_return r;
   }
-  std::string stored_;
 };
 
 class LargePayloadTest : public ::testing::Test {

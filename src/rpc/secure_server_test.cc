@@ -13,6 +13,7 @@
 #include "rpc/auth.h"
 #include "rpc/connection.h"
 #include "rpc/connection_pool.h"
+#include "rpc/echo_service_test_util.h"
 #include "rpc/kvpool.pb.h"
 #include "rpc/raw_peer_test_util.h"
 #include "rpc/server.h"
@@ -24,23 +25,9 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-// WRITE stores the payload, READ returns it; counts every request it is handed.
-class CountingEcho : public Service {
+// The echo service, recording who asked.
+class CountingEcho : public EchoService {
  public:
-  asio::awaitable<Reply> Handle(const FrameHeader& h, std::string_view,
-                                PayloadReader& payload) override {
-    ++handled;
-    if (h.method == WRITE) {
-      stored_.resize(payload.size());
-      std::vector<asio::mutable_buffer> into(1, asio::buffer(stored_));
-      Status st = co_await payload.ReadInto(std::move(into));
-      if (!st.ok()) co_return Reply::Error(st);
-      co_return Reply::Of(Empty());
-    }
-    Reply r = Reply::Of(Empty());
-    r.payload.push_back(asio::buffer(stored_));
-    co_return r;
-  }
   // Records who asked (the handshake's verdict), then serves as Handle.
   asio::awaitable<Reply> HandleFrom(const ConnectionContext& context, const FrameHeader& h,
                                     std::string_view meta, PayloadReader& payload) override {
@@ -51,8 +38,6 @@ class CountingEcho : public Service {
     }
     co_return co_await Handle(h, meta, payload);
   }
-  std::atomic<int> handled{0};
-  std::string stored_;
   std::mutex mu;
   bool last_privileged = false;  // guarded by mu
   std::string last_tenant;       // guarded by mu

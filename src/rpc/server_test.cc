@@ -16,34 +16,12 @@
 
 #include "rpc/connection.h"
 #include "rpc/connection_pool.h"
+#include "rpc/echo_service_test_util.h"
 #include "rpc/kvpool.pb.h"
 #include "rpc/raw_peer_test_util.h"
 
 namespace kvpool::rpc {
 namespace {
-
-// WRITE stores the payload; READ returns it. Enough to exercise both payload directions.
-class EchoService : public Service {
- public:
-  asio::awaitable<Reply> Handle(const FrameHeader& h, std::string_view meta,
-                                PayloadReader& payload) override {
-    if (h.method == WRITE) {
-      stored_.resize(payload.size());
-      // (GCC 12 cannot hold a braced initializer list across co_await: build it first.)
-      std::vector<asio::mutable_buffer> into(1, asio::buffer(stored_));
-      Status st = co_await payload.ReadInto(std::move(into));
-      if (!st.ok()) co_return Reply::Error(st);
-      co_return Reply::Of(Empty());
-    }
-    if (h.method == READ) {
-      Reply r = Reply::Of(Empty());
-      r.payload.push_back(asio::buffer(stored_));
-      co_return r;
-    }
-    co_return Reply::Error(Status(ErrorCode::NOT_SUPPORTED, "method"));
-  }
-  std::string stored_;
-};
 
 class ServerTest : public ::testing::Test {
  protected:
