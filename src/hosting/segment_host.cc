@@ -33,6 +33,7 @@ Result<std::unique_ptr<SegmentHost>> SegmentHost::Start(const SegmentHostOptions
   so.port_range = options.port_range;
   so.threads = options.io_threads;
   so.zero_copy_min_bytes = options.zero_copy_min_bytes;
+  so.zero_copy_counters = host->service_.zero_copy_counters();
   so.security = options.security;
   so.protected_mode = options.protected_mode;
   so.insecure_hint = options.insecure_hint;

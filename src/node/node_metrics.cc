@@ -144,6 +144,13 @@ std::string NodeMetrics::Render(const NodeGauges& g) const {
                    "Tenant data requests refused for a missing, expired or invalid grant "
                    "(docs/security.md); also counted in kvpool_node_data_requests_refused_total.",
                    d.grants_refused.load());
+    w.WriteCounter("kvpool_node_data_zero_copy_sends_total",
+                   "READ reply sends made zero-copy (MSG_ZEROCOPY; --zero_copy_send_min_bytes).",
+                   d.zero_copy.sends.load());
+    w.WriteCounter("kvpool_node_data_zero_copy_off_total",
+                   "Data connections that stopped sending zero-copy because the kernel copied "
+                   "anyway (loopback, veth, a NIC without scatter-gather).",
+                   d.zero_copy.copied_off.load());
   }
 
   w.Family("kvpool_node_tier_capacity_bytes", "gauge",

@@ -197,6 +197,8 @@ struct ServerOptions {
   // Replies whose payload is stable (Reply::payload_stable) go zero-copy on plain TCP when at
   // least this large (rpc/zero_copy.h); 0: never.
   uint64_t zero_copy_min_bytes = kDefaultZeroCopyMinBytes;
+  // Where the connections' zero-copy sends are counted (null: nowhere); must outlive the server.
+  ZeroCopyCounters* zero_copy_counters = nullptr;
   FrameLimits limits;
   Clock::duration frame_timeout = std::chrono::seconds(60);      // one frame in and its reply out
   Clock::duration handshake_timeout = std::chrono::seconds(10);  // accept to handshake done

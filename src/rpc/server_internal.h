@@ -113,8 +113,9 @@ namespace server_streams {
 // Plain TCP: gathered writes and scattered reads straight on the socket.
 class PlainStream : public ServerStream {
  public:
-  explicit PlainStream(asio::ip::tcp::socket& socket, uint64_t zero_copy_min_bytes = 0)
-      : socket_(socket), zero_copy_(zero_copy_min_bytes) {}
+  explicit PlainStream(asio::ip::tcp::socket& socket, uint64_t zero_copy_min_bytes = 0,
+                       ZeroCopyCounters* zero_copy_counters = nullptr)
+      : socket_(socket), zero_copy_(zero_copy_min_bytes, zero_copy_counters) {}
   asio::awaitable<IoResult> ReadAll(const std::vector<asio::mutable_buffer>& buffers) override;
   asio::awaitable<IoResult> ReadSome(asio::mutable_buffer buffer) override {
     co_return co_await socket_.async_read_some(buffer, kUseTuple);

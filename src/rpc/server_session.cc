@@ -63,7 +63,7 @@ asio::awaitable<void> Server::Accepted(asio::ip::tcp::socket socket) {
   }
   SlotLease lease(this, slot);
   if (tls_ == nullptr) {
-    PlainStream stream(socket, options_.zero_copy_min_bytes);
+    PlainStream stream(socket, options_.zero_copy_min_bytes, options_.zero_copy_counters);
     Watchdog watchdog(ex, stream, options_.name, context.peer);
     slot->stream = &stream;
     watchdog.Arm(options_.handshake_timeout, "handshake not completed in time");

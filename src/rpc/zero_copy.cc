@@ -33,7 +33,9 @@ int ZeroCopySends::FlagsFor(int fd, uint64_t bytes) {
 }
 
 void ZeroCopySends::Sent(int flags) {
-  if ((flags & MSG_ZEROCOPY) != 0) ++issued_;
+  if ((flags & MSG_ZEROCOPY) == 0) return;
+  ++issued_;
+  if (counters_ != nullptr) counters_->sends.fetch_add(1, std::memory_order_relaxed);
 }
 
 int ZeroCopySends::AfterNoBuffers(int fd) {
@@ -58,7 +60,10 @@ uint64_t ZeroCopySends::Reap(int fd) {
       const uint64_t n = static_cast<uint64_t>(err->ee_data - err->ee_info) + 1;
       done += n;
       completed_ = std::min(issued_, completed_ + n);
-      if ((err->ee_code & SO_EE_CODE_ZEROCOPY_COPIED) != 0) state_ = State::kOff;
+      if ((err->ee_code & SO_EE_CODE_ZEROCOPY_COPIED) != 0 && state_ == State::kOn) {
+        state_ = State::kOff;
+        if (counters_ != nullptr) counters_->copied_off.fetch_add(1, std::memory_order_relaxed);
+      }
     }
   }
   return done;

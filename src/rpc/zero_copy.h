@@ -21,6 +21,7 @@
 // Threading: not thread-safe; one per socket, used by whoever owns the socket.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -30,10 +31,20 @@ namespace kvpool::rpc {
 // zero_copy_send_min_bytes; 0 turns it off). docs/benchmarks.md, "Zero-copy sends", says why.
 inline constexpr uint64_t kDefaultZeroCopyMinBytes = 64 * 1024;
 
+// What the zero-copy sends of many sockets did, for metrics (relaxed atomics).
+struct ZeroCopyCounters {
+  std::atomic<uint64_t> sends{0};  // sends made with MSG_ZEROCOPY
+  // Sockets that stopped asking because the kernel copied anyway: on a NIC that should do
+  // zero-copy, a count that grows with the connections says it does not.
+  std::atomic<uint64_t> copied_off{0};
+};
+
 class ZeroCopySends {
  public:
-  // `min_bytes`: sends of fewer bytes copy as usual; 0: never zero-copy.
-  explicit ZeroCopySends(uint64_t min_bytes) : min_bytes_(min_bytes) {}
+  // `min_bytes`: sends of fewer bytes copy as usual; 0: never zero-copy. `counters` (null:
+  // none) add up this socket's sends and its turning off; they must outlive it.
+  explicit ZeroCopySends(uint64_t min_bytes, ZeroCopyCounters* counters = nullptr)
+      : min_bytes_(min_bytes), counters_(counters) {}
 
   // The flags to add to a sendmsg of `bytes` on `fd`: MSG_ZEROCOPY or 0. Turns SO_ZEROCOPY on
   // at the first large send (a socket that refuses it, such as a Unix socket, never asks again).
@@ -56,6 +67,7 @@ class ZeroCopySends {
  private:
   enum class State { kUnset, kOn, kOff };
   const uint64_t min_bytes_;
+  ZeroCopyCounters* const counters_;
   State state_ = State::kUnset;
   uint64_t issued_ = 0;     // sends made with MSG_ZEROCOPY (the kernel numbers them from 0)
   uint64_t completed_ = 0;  // of which reaped

@@ -68,7 +68,8 @@ TEST(ZeroCopySendsTest, LoopbackBytesArriveExactAndTheKernelsCopyTurnsItOff) {
       got += static_cast<size_t>(n);
     }
   });
-  ZeroCopySends sends(64 * 1024);
+  ZeroCopyCounters counters;
+  ZeroCopySends sends(64 * 1024, &counters);
   size_t sent = 0;
   uint64_t asked = 0;
   while (sent < kBytes) {
@@ -98,6 +99,8 @@ TEST(ZeroCopySendsTest, LoopbackBytesArriveExactAndTheKernelsCopyTurnsItOff) {
   EXPECT_EQ(sends.outstanding(), 0u);
   EXPECT_TRUE(sends.off()) << "loopback copies: the kernel's completions say so";
   EXPECT_LT(asked, 32u) << "the socket kept asking after the kernel said it copied";
+  EXPECT_EQ(counters.sends.load(), asked);
+  EXPECT_EQ(counters.copied_off.load(), 1u);
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ struct DataServiceCounters {
   std::atomic<uint64_t> bytes_written{0};
   std::atomic<uint64_t> bytes_read{0};
   std::atomic<uint64_t> requests_refused{0};
+  rpc::ZeroCopyCounters zero_copy;          // the data port's READ replies (rpc/zero_copy.h)
   std::atomic<uint64_t> grants_refused{0};  // of which refused for a missing or invalid grant
 };
 
@@ -57,6 +58,8 @@ class DataService : public rpc::Service {
                      rpc::GrantMode mode);
 
   const DataServiceCounters& counters() const { return counters_; }
+  // Where the data server counts its zero-copy sends (rpc::ServerOptions::zero_copy_counters).
+  rpc::ZeroCopyCounters* zero_copy_counters() { return &counters_.zero_copy; }
   // READs of segments not in the table go to `reader` (a disk tier; null: none). Set it before
   // the server starts; it must outlive the service.
   void set_tier_reader(TierReader* reader) { tier_reader_ = reader; }

@@ -137,6 +137,11 @@ TEST_F(AdminTest, NodeMetricsMoveAsAKnownWorkloadDictates) {
   EXPECT_GE(delta("kvpool_node_data_requests_total{op=write}"), 1);
   EXPECT_GE(delta("kvpool_node_data_requests_total{op=read}"), 1);
   EXPECT_EQ(delta("kvpool_node_data_requests_refused_total"), 0);
+  // The 384 KiB READ reply went zero-copy (the default 64 KiB threshold); on loopback the
+  // kernel copies anyway, and a connection that learnt so stops asking.
+  EXPECT_GE(delta("kvpool_node_data_zero_copy_sends_total"), 1);
+  EXPECT_LE(after["kvpool_node_data_zero_copy_off_total"],
+            after["kvpool_node_data_zero_copy_sends_total"]);
   EXPECT_EQ(after["kvpool_node_local_clients"], 0);
 
   json status = GetJson("/status", 200, node_http_port_);
