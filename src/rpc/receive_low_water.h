@@ -31,6 +31,9 @@ class ReceiveLowWater {
   ReceiveLowWater(const ReceiveLowWater&) = delete;
   ReceiveLowWater& operator=(const ReceiveLowWater&) = delete;
 
+  // The socket was closed meanwhile (its descriptor may already name another): leave it be.
+  void Forget() { fd_ = -1; }
+
   // Before waiting for readiness with `left` bytes of the payload still to read.
   void Before(uint64_t left) { Set(static_cast<int>(std::clamp<uint64_t>(left, 1, kMark))); }
 
@@ -41,7 +44,7 @@ class ReceiveLowWater {
     mark_ = mark;
   }
 
-  const int fd_;  // -1: a small payload, nothing to do
+  int fd_;  // -1: a small payload, or a socket closed under it: nothing to do
   int mark_ = 1;
 };
 

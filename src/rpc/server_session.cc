@@ -177,7 +177,10 @@ asio::awaitable<IoResult> PlainStream::ReadAll(const std::vector<asio::mutable_b
     low_water.Before(left);
     std::span<const asio::mutable_buffer> pending(rest.data() + first, rest.size() - first);
     auto [ec, n] = co_await socket_.async_read_some(pending, kUseTuple);
-    if (ec) co_return IoResult{ec, got};
+    if (ec) {
+      if (!socket_.is_open()) low_water.Forget();  // closed by the watchdog
+      co_return IoResult{ec, got};
+    }
     got += n;
     left -= n;
     first = Consume(rest, first, n);
