@@ -86,5 +86,93 @@ TEST(ObjectListTest, ResetClearsAndSequenceRestarts) {
   EXPECT_EQ(l.applied_seq(), 0u);
 }
 
+// An object a WRITE named is listed before the master commits it; journal entries from before
+// its range was allocated (an object freed there earlier) do not touch it, later ones do.
+TEST(ObjectListTest, AWrittenObjectIsListedAndOutranksOnlyOlderEntries) {
+  ObjectList l;
+  rpc::SegmentJournal old;
+  *old.add_entries() = Commit(1, "gone", 0, 100);
+  l.Apply(old);
+  // The master freed "gone" (seq 2, not delivered yet) and gave [0, 64) to "page" at seq 2.
+  l.RecordWrite(0, "page", 64, 77, /*journal_seq=*/2);
+  EXPECT_EQ(Keys(l), (std::vector<std::string>{"page"}));  // "gone" was overwritten
+  rpc::SegmentJournal late;
+  *late.add_entries() = Commit(1, "gone", 0, 100);  // re-delivered: skipped by sequence
+  *late.add_entries() = Free(2, 0);                 // frees "gone", not "page"
+  l.Apply(late);
+  ASSERT_EQ(Keys(l), (std::vector<std::string>{"page"}));
+  EXPECT_EQ(l.Snapshot()[0].checksum(), 77u);
+  EXPECT_EQ(l.Snapshot()[0].size(), 64u);
+  // Its own commit (seq 3) replaces it with the master's record (pins included).
+  rpc::SegmentJournal commit;
+  *commit.add_entries() = Commit(3, "page", 0, 64);
+  l.Apply(commit);
+  ASSERT_EQ(Keys(l), (std::vector<std::string>{"page"}));
+  EXPECT_EQ(l.Snapshot()[0].pin_flags(), 1u);
+  // Later entries free it like any other.
+  rpc::SegmentJournal freed;
+  *freed.add_entries() = Free(4, 0);
+  l.Apply(freed);
+  EXPECT_EQ(l.size(), 0u);
+}
+
+// A write whose put was given up (never committed) leaves the list when the master frees its
+// range, and an older commit overlapping a newer write is dropped, not listed over it.
+TEST(ObjectListTest, AnAbandonedWriteLeavesWithItsFree) {
+  ObjectList l;
+  l.RecordWrite(128, "abandoned", 64, 5, /*journal_seq=*/7);
+  rpc::SegmentJournal j;
+  *j.add_entries() = Commit(6, "older", 100, 100);  // allocated and freed before seq 7
+  *j.add_entries() = Free(7, 100);
+  l.Apply(j);
+  EXPECT_EQ(Keys(l), (std::vector<std::string>{"abandoned"}));
+  rpc::SegmentJournal revoked;
+  *revoked.add_entries() = Free(8, 128);
+  l.Apply(revoked);
+  EXPECT_EQ(l.size(), 0u);
+}
+
+// At a new master the written objects are listed like the others (they were sent with the
+// mount) and the new journal's small sequence numbers replace them as usual.
+TEST(ObjectListTest, ARestartedSequenceTreatsWrittenObjectsAsListed) {
+  ObjectList l;
+  l.RecordWrite(0, "page", 64, 5, /*journal_seq=*/500);
+  l.RestartSequence();
+  rpc::SegmentJournal j;
+  *j.add_entries() = Free(1, 0);
+  l.Apply(j);
+  EXPECT_EQ(l.size(), 0u);
+}
+
+// A key removed (or upserted) and put again just before the master went away: the new version
+// was listed on write, the FREE of the old one never arrived. Only the newer is re-registered.
+TEST(ObjectListTest, OnlyTheNewestVersionOfAKeyIsKept) {
+  ObjectList l;
+  rpc::SegmentJournal j;
+  *j.add_entries() = Commit(1, "k", 512, 10);  // old version, its FREE (seq 3) not delivered
+  *j.add_entries() = Commit(2, "other", 0, 10);
+  l.Apply(j);
+  l.RecordWrite(64, "k", 10, 9, /*journal_seq=*/3);    // the new version, allocated after
+  l.RecordWrite(1024, "w", 10, 9, /*journal_seq=*/1);  // an older write of "w" ...
+  l.RecordWrite(2048, "w", 10, 8, /*journal_seq=*/4);  // ... and its newer one
+  EXPECT_EQ(l.DropSuperseded(), 2u);
+  auto snap = l.Snapshot();
+  ASSERT_EQ(snap.size(), 3u);
+  EXPECT_EQ(snap[0].key(), "other");
+  EXPECT_EQ(snap[1].key(), "k");
+  EXPECT_EQ(snap[1].offset(), 64u);
+  EXPECT_EQ(snap[2].key(), "w");
+  EXPECT_EQ(snap[2].offset(), 2048u);
+  // A commit newer than a write of the same key (that write's put was given up) wins.
+  ObjectList m;
+  m.RecordWrite(0, "k", 10, 9, /*journal_seq=*/2);
+  rpc::SegmentJournal later;
+  *later.add_entries() = Commit(5, "k", 512, 10);
+  m.Apply(later);
+  EXPECT_EQ(m.DropSuperseded(), 1u);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m.Snapshot()[0].offset(), 512u);
+}
+
 }  // namespace
 }  // namespace kvpool::hosting

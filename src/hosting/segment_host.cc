@@ -26,6 +26,7 @@ Result<std::unique_ptr<SegmentHost>> SegmentHost::Start(const SegmentHostOptions
     host->disk_ = std::move(disk).value();
     host->service_.set_tier_reader(host->disk_.get());
   }
+  host->service_.set_write_recorder(host.get());
   rpc::ServerOptions so;
   so.name = "kvpool data";
   so.host = options.bind_host;
@@ -63,6 +64,10 @@ Status SegmentHost::Mount(master::MasterClient& master, Deadline deadline) {
   const bool restarted = mounted_epoch_ != 0 && ping->master_epoch() != mounted_epoch_;
   std::vector<rpc::StoredObject> list;
   if (restarted) {
+    // A write listed before the FREE of its key's older version arrived: the newer one only.
+    if (size_t older = objects_.DropSuperseded(); older > 0) {
+      spdlog::info("segment={}: {} older versions of listed keys not re-registered", name_, older);
+    }
     list = objects_.Snapshot();
     objects_.RestartSequence();
     size_t dropped = DropMismatched(list);
@@ -82,9 +87,16 @@ Status SegmentHost::Mount(master::MasterClient& master, Deadline deadline) {
   do {
     size_t end = begin, bytes = 0;
     while (end < list.size() && bytes < kChunkBytes) bytes += list[end++].key().size() + 48;
-    r = master.MountSegment(name_, name_, size_, incarnation_,
-                            std::span<const rpc::StoredObject>(list.data() + begin, end - begin),
-                            end < list.size(), deadline);
+    rpc::MountSegment req;
+    req.set_segment_name(name_);
+    req.set_endpoint(name_);
+    req.set_size(size_);
+    req.set_incarnation(incarnation_);
+    req.mutable_objects()->Reserve(static_cast<int>(end - begin));
+    for (size_t i = begin; i < end; ++i) *req.add_objects() = list[i];
+    req.set_more_objects(end < list.size());
+    req.set_records_writes(true);  // RecordWrites
+    r = master.MountSegmentAs(std::move(req), deadline);
     if (!r.ok()) return r.status();
     restored += r->objects_restored();
     begin = end;
@@ -113,6 +125,16 @@ size_t SegmentHost::DropMismatched(std::vector<rpc::StoredObject>& list) {
     return bad;
   });
   return before - list.size();
+}
+
+bool SegmentHost::RecordWrites(const rpc::DataRequest& req, std::span<const uint64_t> checksums) {
+  if (req.segment_name() != name_) return false;
+  for (int i = 0; i < req.ranges_size(); ++i) {
+    const rpc::Range& r = req.ranges(i);
+    if (req.record_keys(i).empty() || checksums[i] == 0) continue;
+    objects_.RecordWrite(r.offset(), req.record_keys(i), r.length(), checksums[i], r.journal_seq());
+  }
+  return true;
 }
 
 rpc::JournalAck SegmentHost::JournalAck() const {

@@ -36,13 +36,13 @@ struct SegmentHostOptions {
   std::optional<DiskHostOptions> disk;
 };
 
-class SegmentHost {
+class SegmentHost : private transfer::WriteRecorder {
  public:
   // Maps the segment and starts serving it (not yet mounted).
   // Errors: INVALID_PARAMS (size 0), NO_AVAILABLE_HANDLE (mapping failed), RPC_FAIL (port taken);
   // with a disk tier, its errors (disk::DiskTier::Open: bad path, no space).
   static Result<std::unique_ptr<SegmentHost>> Start(const SegmentHostOptions& options);
-  ~SegmentHost();  // stops serving (callers unmount first)
+  ~SegmentHost() override;  // stops serving (callers unmount first)
 
   // Mounts the segment at the master under name() for the stub's client. Used again when the
   // master no longer knows the client: a master that restarted (another epoch than the last
@@ -74,9 +74,15 @@ class SegmentHost {
   uint64_t incarnation() const { return incarnation_; }
   // The disk tier, or null.
   DiskHost* disk() const { return disk_.get(); }
+  // Lists what this process writes into the segment itself (transfer::LocalTransport), as the
+  // data service does for peers' WRITEs.
+  transfer::WriteRecorder* write_recorder() { return this; }
 
  private:
   SegmentHost(const SegmentHostOptions& options);
+  // Lists the objects a WRITE of this segment names (transfer::WriteRecorder), so that the
+  // master may answer their writer's PUT_END without waiting for this host's journal ack.
+  bool RecordWrites(const rpc::DataRequest& req, std::span<const uint64_t> checksums) override;
   // Removes from `list` (and from objects()) the objects whose bytes do not match their
   // checksum, or that lie outside the segment. Returns how many.
   size_t DropMismatched(std::vector<rpc::StoredObject>& list);

@@ -71,9 +71,9 @@ Result<rpc::MountSegmentReply> MasterCore::MountSegment(const rpc::MountSegment&
     return Status(ErrorCode::INVALID_PARAMS,
                   fmt::format("segment={} mount: unknown tier {}", req.segment_name(), req.tier()));
   }
-  auto mounted =
-      registry_.Mount(req.segment_name(), req.client_id(), t.handle, req.endpoint(), req.size(),
-                      req.incarnation(), /*accepting=*/!restoring, req.tier(), from_host);
+  auto mounted = registry_.Mount(req.segment_name(), req.client_id(), t.handle, req.endpoint(),
+                                 req.size(), req.incarnation(), /*accepting=*/!restoring,
+                                 req.tier(), from_host, req.records_writes());
   if (!mounted.ok()) {
     spdlog::warn("segment={} client={} mount refused error={}", req.segment_name(), req.client_id(),
                  mounted.status().ToString());

@@ -171,7 +171,8 @@ class MasterCore {
   // OBJECT_NOT_FOUND; ILLEGAL_CLIENT; INVALID_WRITE (already complete: use Remove); INVALID_KEY.
   // Request errors: INVALID_PARAMS (empty client_id).
   // `marks` (optional) receives where each commit was journalled, for CommitsAcked: a caller
-  // that answers the writer only once a host holds the commit (MasterService) waits on them.
+  // that answers the writer only once a host holds the commit (MasterService) waits on them. A
+  // key marked recorded_by_host gets none: a host listed it when its bytes were written.
   struct JournalMark {
     uint32_t reply_index;  // the key's code in the reply
     uint64_t segment_id;

@@ -164,6 +164,10 @@ void MasterMetrics::RenderRequests(metrics::TextWriter& w) const {
                  "Committed keys whose put was answered RPC_TIMEOUT: no replica's host recorded "
                  "the commit within --commit_ack_timeout_ms (a host cut off from the master).",
                  commits_unacked_.value());
+  w.WriteCounter("kvpool_master_commits_listed_on_write_total",
+                 "Committed keys a host listed as their bytes arrived: their put waited for no "
+                 "journal acknowledgement.",
+                 commits_listed_on_write_.value());
   const HousekeepingTotals& h = housekeeping_;
   w.WriteCounter("kvpool_master_clients_expired_total",
                  "Clients and nodes declared dead after --client_ttl of silence.",

@@ -116,6 +116,10 @@ class MasterMetrics {
     }
   }
   uint64_t commits_unacked() const { return commits_unacked_.value(); }
+  // PUT_END keys whose writer said a host listed them as their bytes arrived
+  // (rpc::PutEnd.recorded_by_host, a pool component's): their commits wait for no journal ack.
+  void CommitsListedOnWrite(uint64_t n) { commits_listed_on_write_.Add(n); }
+  uint64_t commits_listed_on_write() const { return commits_listed_on_write_.value(); }
 
   // Prometheus text: the request metrics, housekeeping totals and `pool`'s gauges.
   std::string Render(const PoolGauges& pool) const;
@@ -141,10 +145,11 @@ class MasterMetrics {
   void RenderTenants(metrics::TextWriter& w, const PoolGauges& pool) const;
 
   std::array<PerMethod, kMetricMethods> methods_;
-  metrics::Counter put_reserved_bytes_;  // bytes of put_start items given space
-  metrics::Counter put_already_exists_;  // put_start items that needed no write
-  metrics::Counter get_located_bytes_;   // bytes of objects get_replica_list located
-  metrics::Counter commits_unacked_;     // see CommitsUnacked
+  metrics::Counter put_reserved_bytes_;       // bytes of put_start items given space
+  metrics::Counter put_already_exists_;       // put_start items that needed no write
+  metrics::Counter get_located_bytes_;        // bytes of objects get_replica_list located
+  metrics::Counter commits_unacked_;          // see CommitsUnacked
+  metrics::Counter commits_listed_on_write_;  // see CommitsListedOnWrite
   HousekeepingTotals housekeeping_;
 };
 

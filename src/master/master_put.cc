@@ -311,6 +311,10 @@ bool MasterCore::TryPlace(ObjectTable::Shard& shard, const rpc::PutItem& item,
     r->set_segment_incarnation(p.incarnation);
     r->set_offset(p.ref.offset);
     r->set_length(item.size());
+    if (p.records_writes) {
+      r->set_host_records_writes(true);
+      r->set_journal_seq(p.journal_seq);
+    }
   }
   return true;
 }
@@ -334,8 +338,10 @@ Result<rpc::CodesReply> MasterCore::PutEnd(const rpc::PutEnd& req, TimePoint now
   for (int i = 0; i < req.commit_keys_size(); ++i) {
     const std::string& key = req.commit_keys(i);
     uint64_t checksum = i < req.commit_checksums_size() ? req.commit_checksums(i) : 0;
+    // A host already lists it (it recorded the WRITE): nothing to wait for.
+    const bool recorded = i < req.recorded_by_host_size() && req.recorded_by_host(i);
     std::string msg;
-    ErrorCode code = Commit(key, writer, checksum, now_ns, &msg, i, marks);
+    ErrorCode code = Commit(key, writer, checksum, now_ns, &msg, i, recorded ? nullptr : marks);
     AddCode(&reply, code, std::move(msg));
   }
   for (const std::string& key : req.revoke_keys()) {

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "common/keys.h"
 #include "master/tenant_scope.h"
 #include "rpc/endpoint.h"
@@ -195,13 +197,19 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
       });
     case rpc::PUT_END:
       return ServeKeys<rpc::PutEnd>("put end", meta, mc, caller, [&](const auto& r) {
-        if (caller.privileged || r.unreachable_segments_size() == 0) {
+        if (caller.privileged) {
+          metrics_.CommitsListedOnWrite(static_cast<uint64_t>(
+              std::count(r.recorded_by_host().begin(), r.recorded_by_host().end(), true)));
+        }
+        if (caller.privileged ||
+            (r.unreachable_segments_size() == 0 && r.recorded_by_host_size() == 0)) {
           return c.PutEnd(r, now, marks);
         }
-        // A tenant's client may not take segments out of placement (a pool component's
-        // report is trusted: it proved the pool secret).
+        // A tenant's client may not take segments out of placement, nor speak for a host (a
+        // pool component's report is trusted: it proved the pool secret).
         rpc::PutEnd stripped = r;
         stripped.clear_unreachable_segments();
+        stripped.clear_recorded_by_host();
         return c.PutEnd(stripped, now, marks);
       });
     case rpc::GET_REPLICA_LIST:

@@ -192,6 +192,57 @@ TEST_F(CommitAckTest, ACommitNoHostRecordsIsRpcTimeoutButStaysCommitted) {
   EXPECT_EQ(exists->codes(0), 1);
 }
 
+// A host that lists the objects written to it (MountSegment.records_writes) holds an object
+// before its writer's PUT_END: the commit is answered at once, with nothing left to wait for,
+// and PUT_START tells the writer where the journal stood (the host's record outranks older
+// entries). A segment without it gets neither.
+TEST_F(CommitAckTest, ACommitItsHostListedOnWriteIsAnsweredAtOnce) {
+  MasterClient node(ep_, "node-1");
+  MasterClient client(ep_, "client-1");
+  ASSERT_TRUE(node.Ping(Soon()).ok());
+  rpc::MountSegment mount;
+  mount.set_segment_name("seg");
+  mount.set_endpoint("127.0.0.1:7001");
+  mount.set_size(1 << 20);
+  mount.set_records_writes(true);
+  ASSERT_TRUE(node.MountSegmentAs(mount, Soon()).ok());
+  HostPing(node, 0);  // the host keeps an object list; it never acknowledges again
+  std::vector<uint64_t> checksums = {7};
+  std::vector<char> listed = {1};
+  std::vector<std::string> none;
+  for (uint64_t round = 0; round < 2; ++round) {
+    std::string key = "page-" + std::to_string(round);
+    std::vector<MasterClient::PutItem> items = {{key, 4096}};
+    auto put = client.PutStart(items, rpc::ReplicateConfig(), false, Soon());
+    ASSERT_TRUE(put.ok()) << put.status().ToString();
+    ASSERT_EQ(put->results(0).replicas_size(), 1);
+    const rpc::Replica& replica = put->results(0).replicas(0);
+    EXPECT_TRUE(replica.host_records_writes());
+    EXPECT_EQ(replica.journal_seq(), round);  // the first commit's entry is seq 1
+    std::vector<std::string> commit = {key};
+    const auto t0 = Clock::now();
+    auto r = client.PutEnd(commit, checksums, none, Soon(), {}, listed);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->codes(0), 0) << r->messages(0);
+    EXPECT_LT(Clock::now() - t0, std::chrono::milliseconds(300)) << "waited for an ack";
+  }
+  EXPECT_EQ(master_.metrics().commits_unacked(), 0u);
+  EXPECT_EQ(master_.metrics().commits_listed_on_write(), 2u);
+
+  // A segment whose host does not list: its replicas ask for no record.
+  MasterClient other(ep_, "node-2");
+  ASSERT_TRUE(other.Ping(Soon()).ok());
+  ASSERT_TRUE(node.DrainSegment("seg", false, Soon()).ok());
+  ASSERT_TRUE(other.MountSegment("seg-2", "127.0.0.1:7002", 1 << 20, Soon()).ok());
+  std::vector<MasterClient::PutItem> items = {{"page-x", 4096}};
+  auto put = client.PutStart(items, rpc::ReplicateConfig(), false, Soon());
+  ASSERT_TRUE(put.ok());
+  ASSERT_EQ(put->results(0).replicas_size(), 1);
+  EXPECT_EQ(put->results(0).replicas(0).segment_name(), "seg-2");
+  EXPECT_FALSE(put->results(0).replicas(0).host_records_writes());
+  EXPECT_EQ(put->results(0).replicas(0).journal_seq(), 0u);
+}
+
 TEST_F(MasterServiceTest, RefusesWhatItDoesNotServe) {
   auto conn = rpc::Connection::Connect(ep_, "t", Soon());
   ASSERT_TRUE(conn.ok());

@@ -30,7 +30,8 @@ Result<SegmentRegistry::Mounted> SegmentRegistry::Mount(std::string_view name,
                                                         std::string_view client_id, uint32_t owner,
                                                         std::string_view endpoint, uint64_t size,
                                                         uint64_t incarnation, bool accepting,
-                                                        uint32_t tier, std::string_view from_host) {
+                                                        uint32_t tier, std::string_view from_host,
+                                                        bool records_writes) {
   if (name.empty() || name.size() > kMaxSegmentNameBytes) {
     return Status(ErrorCode::INVALID_PARAMS, fmt::format("segment name must be 1..{} bytes, got {}",
                                                          kMaxSegmentNameBytes, name.size()));
@@ -77,6 +78,7 @@ Result<SegmentRegistry::Mounted> SegmentRegistry::Mount(std::string_view name,
   seg->incarnation = incarnation;
   seg->owner = owner;
   seg->tier = tier;
+  seg->records_writes = records_writes;
   seg->accepting.store(accepting && tier == kTierDram, std::memory_order_relaxed);
   out.id = seg->id;
   by_id_[out.id] = seg.get();
@@ -136,6 +138,8 @@ bool SegmentRegistry::TryAllocate(Segment& s, uint64_t size, Placement* out) {
   out->segment_name = s.name;
   out->endpoint = s.endpoint;
   out->incarnation = s.incarnation;
+  out->records_writes = s.records_writes;
+  out->journal_seq = s.journal.last_seq();
   return true;
 }
 

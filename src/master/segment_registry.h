@@ -41,7 +41,9 @@ struct Placement {
   ReplicaRef ref;
   std::string segment_name;
   std::string endpoint;
-  uint64_t incarnation = 0;  // the segment's memory (MountSegment.incarnation)
+  uint64_t incarnation = 0;     // the segment's memory (MountSegment.incarnation)
+  bool records_writes = false;  // its host lists written objects (MountSegment.records_writes)
+  uint64_t journal_seq = 0;     // the segment journal's last sequence number at the allocation
 };
 
 // How to place one object's replicas (see Allocate).
@@ -115,11 +117,12 @@ class SegmentRegistry {
   // A segment of tier kTierDisk (its host's disk tier) never takes placements: its host places
   // replicas there itself and reports them (AddDiskReplica); Usage() leaves it out.
   // `from_host`: the address the mount came from over the network ("" for loopback or unknown),
-  // kept for DescribeByName.
+  // kept for DescribeByName. `records_writes`: MountSegment.records_writes, copied into each
+  // Placement there.
   Result<Mounted> Mount(std::string_view name, std::string_view client_id, uint32_t owner,
                         std::string_view endpoint, uint64_t size, uint64_t incarnation,
                         bool accepting = true, uint32_t tier = kTierDram,
-                        std::string_view from_host = {});
+                        std::string_view from_host = {}, bool records_writes = false);
   // Unmounts and returns the id. The caller drops the replicas that lived there.
   // Errors: SEGMENT_NOT_FOUND; ILLEGAL_CLIENT (mounted by another client).
   Result<uint64_t> Unmount(std::string_view name, std::string_view client_id);
@@ -255,6 +258,7 @@ class SegmentRegistry {
     std::string from_host;                  // Mount's from_host, immutable after mount
     uint64_t incarnation = 0;               // immutable after mount
     uint32_t tier = kTierDram;              // immutable after mount
+    bool records_writes = false;            // immutable after mount
     uint32_t owner = 0;                     // guarded by the registry's map lock
     std::mutex mu;
     alloc::OffsetAllocator allocator;  // guarded by mu

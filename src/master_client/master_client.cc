@@ -469,34 +469,35 @@ Result<rpc::CodesReply> MasterClient::PutEnd(std::span<const std::string> commit
                                              std::span<const uint64_t> commit_checksums,
                                              std::span<const std::string> revoke_keys,
                                              Deadline deadline,
-                                             std::span<const std::string> unreachable_segments) {
+                                             std::span<const std::string> unreachable_segments,
+                                             std::span<const char> recorded_by_host) {
   auto commits = ChunksOf(commit_keys);
   auto revokes = ChunksOf(revoke_keys);
   bool reported = false;  // the unreachable segments travel with the first request
-  auto once = [&](std::span<const std::string> commit, std::span<const uint64_t> checksums,
-                  std::span<const std::string> revoke) {
+  auto once = [&](size_t first, size_t last, std::span<const std::string> revoke) {
     rpc::PutEnd req;
     req.set_client_id(client_id_);
     if (!std::exchange(reported, true)) {
       for (const std::string& s : unreachable_segments) req.add_unreachable_segments(s);
     }
-    for (const std::string& k : commit) req.add_commit_keys(k);
-    for (uint64_t c : checksums) req.add_commit_checksums(c);
+    for (size_t i = first; i < last; ++i) req.add_commit_keys(commit_keys[i]);
+    for (size_t i = first; i < last && !commit_checksums.empty(); ++i) {
+      req.add_commit_checksums(commit_checksums[i]);
+    }
+    for (size_t i = first; i < last && !recorded_by_host.empty(); ++i) {
+      req.add_recorded_by_host(recorded_by_host[i] != 0);
+    }
     for (const std::string& k : revoke) req.add_revoke_keys(k);
     return CallFor<rpc::CodesReply>(rpc::PUT_END, req, deadline);
   };
   if (commits.size() == 1 && revokes.size() == 1) {
-    return once(commit_keys, commit_checksums, revoke_keys);
+    return once(0, commit_keys.size(), revoke_keys);
   }
   // Too big for one frame: commits then revokes, a chunk per request, codes in the same order.
   rpc::CodesReply all;
-  for (auto [begin, end] : commits) {
-    auto checksums =
-        commit_checksums.empty() ? commit_checksums : commit_checksums.subspan(begin, end - begin);
-    AppendCodes(all, once(commit_keys.subspan(begin, end - begin), checksums, {}), end - begin);
-  }
+  for (auto [begin, end] : commits) AppendCodes(all, once(begin, end, {}), end - begin);
   for (auto [begin, end] : revokes) {
-    AppendCodes(all, once({}, {}, revoke_keys.subspan(begin, end - begin)), end - begin);
+    AppendCodes(all, once(0, 0, revoke_keys.subspan(begin, end - begin)), end - begin);
   }
   return all;
 }

@@ -8,8 +8,8 @@
 //
 // Read leases: a reader hands each finished lease to ReleaseLease (no I/O). The ids travel in
 // the next request that names keys or the next ping (piggybacked), or in a LEASE_RELEASE that
-// FlushLeaseReleases sends (a background thread's job: client/embedded/lease_flusher.h). A request that
-// fails puts its ids back, so they go with the next one; the master ignores ids it has ended.
+// FlushLeaseReleases sends (a background thread's job: client/embedded/lease_flusher.h). A request
+// that fails puts its ids back, so they go with the next one; the master ignores ids it has ended.
 //
 // Master high availability: a stub made from an etcd:// address (ha/leader_locator.h) asks etcd
 // which master leads, and on RPC_FAIL, NOT_LEADER (a standby answered, or an answer carried an
@@ -109,11 +109,14 @@ class MasterClient {
                                       Deadline deadline, std::string_view client_host = {});
   // Codes for `commit_keys` then `revoke_keys`, in order. `commit_checksums` is empty or
   // parallel to `commit_keys` (each object's XXH3-64). `unreachable_segments`: segments whose
-  // hosts this writer could not reach (rpc::PutEnd.unreachable_segments).
+  // hosts this writer could not reach (rpc::PutEnd.unreachable_segments). `recorded_by_host`
+  // is empty or parallel to `commit_keys`: non-zero where a host listed the object when it was
+  // written (rpc::PutEnd.recorded_by_host).
   Result<rpc::CodesReply> PutEnd(std::span<const std::string> commit_keys,
                                  std::span<const uint64_t> commit_checksums,
                                  std::span<const std::string> revoke_keys, Deadline deadline,
-                                 std::span<const std::string> unreachable_segments = {});
+                                 std::span<const std::string> unreachable_segments = {},
+                                 std::span<const char> recorded_by_host = {});
   // One location per key; `no_lease` takes no read lease (size queries).
   Result<rpc::GetReplicaListReply> GetReplicaList(std::span<const std::string> keys, bool no_lease,
                                                   Deadline deadline);

@@ -1,5 +1,6 @@
 #include "transfer/data_service.h"
 
+#include <endian.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -39,7 +40,7 @@ asio::awaitable<rpc::Reply> DataService::HandleFrom(const rpc::ConnectionContext
     Status st = CheckTenant(context, req, write ? rpc::GrantMode::kWrite : rpc::GrantMode::kRead);
     if (!st.ok()) co_return rpc::Reply::Error(st);
   }
-  if (write) co_return co_await Write(req, payload);
+  if (write) co_return co_await Write(req, payload, context.privileged);
   if (payload.size() != 0) {
     ++counters_.requests_refused;
     co_return rpc::Reply::Error(Status(ErrorCode::INVALID_PARAMS, "READ carries a payload"));
@@ -59,7 +60,7 @@ Status DataService::CheckTenant(const rpc::ConnectionContext& context, const rpc
 }
 
 asio::awaitable<rpc::Reply> DataService::Write(const rpc::DataRequest& req,
-                                               rpc::PayloadReader& payload) {
+                                               rpc::PayloadReader& payload, bool privileged) {
   auto found = segments_->Find(req.segment_name(), req.segment_incarnation());
   if (!found.ok()) {
     ++counters_.requests_refused;
@@ -68,10 +69,20 @@ asio::awaitable<rpc::Reply> DataService::Write(const rpc::DataRequest& req,
   }
   std::shared_ptr<SegmentMemory> segment = std::move(found).value();
   auto total = SegmentTable::CheckRanges(*segment, req.segment_name(), req.ranges(), true);
-  if (total.ok() && *total != payload.size()) {
+  const bool names_objects = req.record_keys_size() > 0;
+  if (total.ok() && names_objects && req.record_keys_size() != req.ranges_size()) {
     total = Status(ErrorCode::INVALID_PARAMS,
-                   fmt::format("segment={} WRITE ranges total {} bytes but payload is {}",
-                               req.segment_name(), *total, payload.size()));
+                   fmt::format("segment={} WRITE names {} objects for {} ranges",
+                               req.segment_name(), req.record_keys_size(), req.ranges_size()));
+  }
+  const uint64_t trailer = names_objects ? sizeof(uint64_t) * req.ranges_size() : 0;
+  if (total.ok() && *total + trailer != payload.size()) {
+    total = Status(
+        ErrorCode::INVALID_PARAMS,
+        fmt::format("segment={} WRITE ranges total {} bytes{} but payload is {}",
+                    req.segment_name(), *total,
+                    trailer > 0 ? fmt::format(" and {} of record trailer", trailer) : std::string(),
+                    payload.size()));
   }
   if (!total.ok()) {
     ++counters_.requests_refused;
@@ -79,12 +90,19 @@ asio::awaitable<rpc::Reply> DataService::Write(const rpc::DataRequest& req,
     co_return rpc::Reply::Error(total.status());
   }
   std::vector<asio::mutable_buffer> into;
-  into.reserve(req.ranges_size());
+  into.reserve(req.ranges_size() + 1);
   for (const auto& r : req.ranges()) into.emplace_back(segment->base() + r.offset(), r.length());
+  std::vector<uint64_t> checksums(names_objects ? req.ranges_size() : 0);
+  if (trailer > 0) into.emplace_back(checksums.data(), trailer);
   Status st = co_await payload.ReadInto(std::move(into));
   if (!st.ok()) co_return rpc::Reply::Error(st);
   counters_.bytes_written.fetch_add(*total, std::memory_order_relaxed);
-  co_return rpc::Reply::Of(rpc::Empty());
+  rpc::WriteReply reply;
+  if (names_objects && privileged && recorder_ != nullptr) {
+    for (uint64_t& c : checksums) c = le64toh(c);
+    reply.set_recorded(recorder_->RecordWrites(req, checksums));
+  }
+  co_return rpc::Reply::Of(reply);
 }
 
 void DataService::LogRefusal(const char* op, const Status& why) {

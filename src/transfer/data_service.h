@@ -10,12 +10,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <span>
 
 #include "common/log_throttle.h"
 #include "rpc/grant.h"
 #include "rpc/server.h"
 #include "transfer/segment_table.h"
 #include "transfer/tier_reader.h"
+#include "transfer/write_recorder.h"
 
 namespace kvpool::transfer {
 
@@ -38,7 +40,9 @@ class DataService : public rpc::Service {
                        ClockFn unix_ms = &rpc::UnixMillisNow)
       : segments_(segments), grants_(pool_secret), unix_ms_(unix_ms) {}
 
-  // WRITE: DataRequest + payload of exactly the ranges' total length.
+  // WRITE: DataRequest + payload of exactly the ranges' total length (with record_keys, and the
+  // record trailer of 8 bytes per range after them) -> WriteReply. The objects it names are
+  // listed (WriteReply.recorded) only for a privileged peer and a service with a recorder.
   // READ: DataRequest -> payload of the ranges' bytes in order.
   // Errors: ILLEGAL_CLIENT (a tenant connection and a range without a valid grant; nothing
   // moves, a WRITE's payload is discarded), SEGMENT_NOT_FOUND (not served here, or
@@ -63,9 +67,13 @@ class DataService : public rpc::Service {
   // READs of segments not in the table go to `reader` (a disk tier; null: none). Set it before
   // the server starts; it must outlive the service.
   void set_tier_reader(TierReader* reader) { tier_reader_ = reader; }
+  // WRITEs that name their objects are listed by `recorder` (null: none, and WriteReply.recorded
+  // stays false). Set it before the server starts; it must outlive the service.
+  void set_write_recorder(WriteRecorder* recorder) { recorder_ = recorder; }
 
  private:
-  asio::awaitable<rpc::Reply> Write(const rpc::DataRequest& req, rpc::PayloadReader& payload);
+  asio::awaitable<rpc::Reply> Write(const rpc::DataRequest& req, rpc::PayloadReader& payload,
+                                    bool privileged);
   rpc::Reply Read(const rpc::DataRequest& req);
 
   const SegmentTable* segments_;
@@ -77,6 +85,7 @@ class DataService : public rpc::Service {
   LogThrottle stale_refusals_{std::chrono::seconds(1)};
   void LogRefusal(const char* op, const Status& why);
   TierReader* tier_reader_ = nullptr;
+  WriteRecorder* recorder_ = nullptr;
 };
 
 }  // namespace kvpool::transfer

@@ -10,34 +10,11 @@
 #include "rpc/grant.h"
 #include "rpc/server.h"
 #include "transfer/data_service.h"
+#include "transfer/data_service_test_util.h"
 #include "transfer/tcp_transport.h"
 
 namespace kvpool::transfer {
 namespace {
-
-constexpr uint64_t kNow = 1'800'000'000'000;  // the service's clock (unix ms)
-constexpr const char* kSecret = "pool secret";
-
-uint64_t FixedNow() { return kNow; }
-
-// What the server does for a connection that proved a tenant key: the same service, with a
-// non-privileged context.
-class AsTenant : public rpc::Service {
- public:
-  explicit AsTenant(rpc::Service* inner) : inner_(inner) {}
-  asio::awaitable<rpc::Reply> Handle(const rpc::FrameHeader& h, std::string_view meta,
-                                     rpc::PayloadReader& payload) override {
-    rpc::ConnectionContext tenant;
-    tenant.peer = "test peer";
-    tenant.authenticated = true;
-    tenant.privileged = false;
-    tenant.tenant_id = "tenant-a";
-    co_return co_await inner_->HandleFrom(tenant, h, meta, payload);
-  }
-
- private:
-  rpc::Service* inner_;
-};
 
 class DataServiceGrantTest : public ::testing::Test {
  protected:

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <vector>
+
 #include "transfer/iovec_cursor.h"
 
 namespace kvpool::transfer {
@@ -30,7 +32,24 @@ Status LocalTransport::Copy(const SegmentRanges& where, std::span<const iovec> m
       cursor.CopyIn(seg, r.length());
     }
   }
+  if (write && where.recorded != nullptr) *where.recorded = Record(where);
   return Status::Ok();
+}
+
+bool LocalTransport::Record(const SegmentRanges& where) {
+  if (recorder_ == nullptr || where.record_keys == nullptr || where.record_checksum == nullptr ||
+      where.record_keys->size() != where.ranges.size()) {
+    return false;
+  }
+  rpc::DataRequest req;
+  req.set_segment_name(*where.segment_name);
+  std::vector<uint64_t> checksums(where.ranges.size());
+  for (size_t k = 0; k < where.ranges.size(); ++k) {
+    *req.add_ranges() = where.ranges[k];
+    req.add_record_keys((*where.record_keys)[k].data(), (*where.record_keys)[k].size());
+    checksums[k] = (*where.record_checksum)(k);
+  }
+  return recorder_->RecordWrites(req, checksums);
 }
 
 Status LocalTransport::Write(const SegmentRanges& dst, std::span<const iovec> src, Deadline) {

@@ -4,13 +4,16 @@
 
 #include "transfer/segment_table.h"
 #include "transfer/transport.h"
+#include "transfer/write_recorder.h"
 
 namespace kvpool::transfer {
 
 class LocalTransport : public Transport {
  public:
-  // `segments` must outlive the transport. Thread-safe.
-  explicit LocalTransport(const SegmentTable* segments) : segments_(segments) {}
+  // `segments` (and `recorder`, when set) must outlive the transport. Writes that name their
+  // objects (SegmentRanges::record_keys) are listed by `recorder` (null: none). Thread-safe.
+  explicit LocalTransport(const SegmentTable* segments, WriteRecorder* recorder = nullptr)
+      : segments_(segments), recorder_(recorder) {}
   // True when `segment_name` is served by this process.
   bool Serves(const std::string& segment_name) const {
     return segments_->Find(segment_name) != nullptr;
@@ -20,7 +23,10 @@ class LocalTransport : public Transport {
 
  private:
   Status Copy(const SegmentRanges& where, std::span<const iovec> mem, bool write);
+  // Lists the objects `where` names once their bytes are in; returns whether it did.
+  bool Record(const SegmentRanges& where);
   const SegmentTable* segments_;
+  WriteRecorder* recorder_;
 };
 
 }  // namespace kvpool::transfer

@@ -1,5 +1,6 @@
 #include "transfer/tcp_transport.h"
 
+#include <endian.h>
 #include <fmt/format.h>
 
 #include <vector>
@@ -42,19 +43,42 @@ Status TcpTransport::Call(rpc::Method method, const SegmentRanges& where,
     std::vector<uint64_t> marks{0};
     std::vector<size_t> first_range{0};
     uint64_t end = 0;
-    for (size_t r = 0; r + 1 < where.ranges.size(); ++r) {
+    for (size_t r = 0; r < where.ranges.size(); ++r) {
       end += where.ranges[r].length();
-      if (end - marks.back() >= kPieceBytes) {
+      if (r + 1 < where.ranges.size() && end - marks.back() >= kPieceBytes) {
         marks.push_back(end);
         first_range.push_back(r + 1);
       }
     }
     first_range.push_back(where.ranges.size());
+    // Objects the host is to list: their checksums follow the bytes as one more piece, filled
+    // once every range was hashed (DataRequest.record_keys).
+    const bool record = where.record_keys != nullptr && where.record_checksum != nullptr &&
+                        where.record_keys->size() == where.ranges.size();
+    std::vector<uint64_t> trailer(record ? where.ranges.size() : 0);
+    std::vector<iovec> with_trailer;
+    if (record) {
+      for (std::string_view key : *where.record_keys) req.add_record_keys(key.data(), key.size());
+      marks.push_back(end);
+      with_trailer.assign(out.begin(), out.end());
+      with_trailer.push_back({trailer.data(), trailer.size() * sizeof(uint64_t)});
+      out = with_trailer;
+    }
+    const size_t trailer_piece = marks.size() - 1;
     const std::function<void(size_t)> before = [&](size_t k) {
-      (*where.before_ranges)(first_range[k], first_range[k + 1]);
+      if (!record || k < trailer_piece) {
+        (*where.before_ranges)(first_range[k], first_range[k + 1]);
+        return;
+      }
+      for (size_t i = 0; i < trailer.size(); ++i) {
+        trailer[i] = htole64((*where.record_checksum)(i));
+      }
     };
     const rpc::PayloadPieces pieces{marks, &before};
-    return (*conn)->Call(method, req, &resp, out, in, deadline, &pieces);
+    rpc::WriteReply written;
+    Status st = (*conn)->Call(method, req, &written, out, in, deadline, &pieces);
+    if (st.ok() && where.recorded != nullptr) *where.recorded = record && written.recorded();
+    return st;
   }
   // READs end with a status trailer: a disk tier streams its bytes before it knows they are
   // all good (read_trailer.h); with each range's own code when the caller wants them.

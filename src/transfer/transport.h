@@ -8,6 +8,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/time.h"
@@ -36,6 +37,15 @@ struct SegmentRanges {
   // the move with RPC_TIMEOUT before the deadline (rpc::Connection::set_stall_timeout). Set by
   // callers that have somewhere else to go: another replica to read.
   Clock::duration stall_timeout{0};
+  // Writes with before_ranges only; null: none. One key per range ("": none): asks a host
+  // that lists written objects (rpc::Replica.host_records_writes) to list each named range's
+  // object once its bytes are in (rpc::DataRequest.record_keys), with the checksum
+  // `record_checksum(i)` gives for range i (called after before_ranges covered it; 0: not
+  // listed). `recorded`, when set, receives whether the host listed them. A transport that
+  // cannot ask leaves it false.
+  const std::vector<std::string_view>* record_keys = nullptr;
+  const std::function<uint64_t(size_t range)>* record_checksum = nullptr;
+  bool* recorded = nullptr;
   // Reads only; null: not wanted. A transport that learns each range's own outcome fills it
   // with one status per range when a Read fails: OK for a range whose bytes are in `dst` and
   // exact (a disk host checked them), else that range's failure. So one corrupt object fails

@@ -146,7 +146,7 @@ Status ClientImpl::Init() {
     auto host = hosting::SegmentHost::Start(ho);
     if (!host.ok()) return host.status();
     host_ = std::move(host).value();
-    local_ = std::make_unique<transfer::LocalTransport>(&host_->table());
+    local_ = std::make_unique<transfer::LocalTransport>(&host_->table(), host_->write_recorder());
     if (host_->disk() != nullptr) {
       own_tier_ = std::make_unique<transfer::TierTransport>(host_->disk());
     }

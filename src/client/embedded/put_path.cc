@@ -7,8 +7,8 @@
 #include <thread>
 
 #include "client/embedded/client_impl.h"
-#include "client/shared/replicate_config_proto.h"
 #include "client/embedded/transfer_plan.h"
+#include "client/shared/replicate_config_proto.h"
 #include "common/checksum.h"
 
 namespace kvpool::client {
@@ -127,9 +127,11 @@ void ClientImpl::PutPass(const ObjectBatch& batch, const ReplicateConfig& config
     }
   }
   std::vector<uint64_t> checksums(keys.size(), 0);  // hashed by the threads that copy
+  // Hosts that list what is written to them spare PUT_END the wait for their journal ack.
+  HostRecords records{&keys, std::vector<char>(keys.size(), 0)};
   plan.Run(/*write=*/true,
            [this](const std::string& s) -> transfer::Transport& { return TransportFor(s); },
-           TransferDeadline(limit), results, &checksums);
+           TransferDeadline(limit), results, &checksums, &records);
 
   // Segments whose host did not answer: reported to the master, avoided by the next passes.
   std::vector<std::string> silent;
@@ -149,11 +151,13 @@ void ClientImpl::PutPass(const ObjectBatch& batch, const ReplicateConfig& config
   };
   std::vector<std::string> commit_keys, revoke_keys;
   std::vector<uint64_t> commit_checksums;  // recorded by the master, checked by readers
+  std::vector<char> recorded_by_host;
   std::vector<size_t> committed;
   for (size_t i : written) {
     if (results[i].ok()) {
       commit_keys.push_back(keys[i]);
       commit_checksums.push_back(checksums[i] != 0 ? checksums[i] : ChecksumOf(batch.buffers(i)));
+      recorded_by_host.push_back(records.recorded[i]);
       committed.push_back(i);
     } else {
       revoke_keys.push_back(keys[i]);
@@ -161,8 +165,8 @@ void ClientImpl::PutPass(const ObjectBatch& batch, const ReplicateConfig& config
       spdlog::debug("key={} put failed, revoking: error={}", keys[i], results[i].ToString());
     }
   }
-  auto ended =
-      master_->PutEnd(commit_keys, commit_checksums, revoke_keys, RpcDeadline(limit), silent);
+  auto ended = master_->PutEnd(commit_keys, commit_checksums, revoke_keys, RpcDeadline(limit),
+                               silent, recorded_by_host);
   if (!ended.ok()) {
     // The revokes may not have happened either: the master reclaims those reservations when the
     // put ages out; until then a new put of such a key would find it pending, so none is made.

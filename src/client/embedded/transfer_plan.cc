@@ -24,7 +24,10 @@ Status TransferPlan::Add(size_t object, const rpc::Replica& replica,
   r.set_length(replica.length());
   // A tenant's permission for this range (rpc/grant.h): the segment host checks it.
   if (replica.has_grant()) *r.mutable_grant() = replica.grant();
+  // Where the host lists the objects written to it: its record outranks older journal entries.
+  if (replica.host_records_writes()) r.set_journal_seq(replica.journal_seq());
   m.ranges.push_back(std::move(r));
+  m.host_records.push_back(replica.host_records_writes() ? 1 : 0);
   m.memory.insert(m.memory.end(), memory.begin(), memory.end());
   m.objects.push_back(object);
   m.memory_end.push_back(m.memory.size());

@@ -10,6 +10,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -28,7 +29,16 @@ struct SegmentMoves {
   std::vector<iovec> memory;       // the caller's side, concatenated in the same order
   std::vector<size_t> objects;     // batch index of each range's object
   std::vector<size_t> memory_end;  // index in `memory` one past each range's iovecs
+  std::vector<char> host_records;  // per range: Replica.host_records_writes
   uint64_t bytes = 0;              // total length of `ranges`
+};
+
+// A write run's request that the hosts list what it writes (TransferPlan::Run): keys[object]
+// names each object of the batch; recorded[object] (sized like keys by the caller) is set when
+// a host listed the object as its bytes arrived (rpc::WriteReply.recorded).
+struct HostRecords {
+  const std::vector<std::string>* keys = nullptr;
+  std::vector<char> recorded;
 };
 
 // One request of a run: ranges [first, last) of one segment's moves.
@@ -63,9 +73,12 @@ class TransferPlan {
   // replica right before the transport reads it (SegmentRanges::before_ranges), so a batch's
   // hashing is spread over the same threads as its copies and each object is copied from
   // cache just after it was hashed. An object whose move failed may be left unhashed (0).
+  // `records` (writes with `checksums` only; null: none): the replica that hashes an object
+  // asks its host to list it, where the host does (SegmentRanges::record_keys).
   template <typename TransportFor>
   void Run(bool write, TransportFor&& transport_for, Deadline deadline,
-           std::vector<Status>& per_object, std::vector<uint64_t>* checksums = nullptr) {
+           std::vector<Status>& per_object, std::vector<uint64_t>* checksums = nullptr,
+           HostRecords* records = nullptr) {
     const std::vector<TransferPart> parts = Parts();
     const std::vector<std::vector<size_t>> hashed_by = checksums != nullptr
                                                            ? HashedBy(parts, per_object.size())
@@ -116,9 +129,36 @@ class TransferPlan {
         for (size_t k = first; k < last && k < unhashed.size(); ++k) hash(k);
       };
       where.before_ranges = &before;
+      // The objects this part hashes, on hosts that list them: named to the host.
+      std::vector<std::string_view> record_keys;
+      if (records != nullptr) {
+        record_keys.resize(unhashed.size());
+        bool any = false;
+        for (size_t r : hashed_by[p]) {
+          if (m.host_records[r] == 0) continue;
+          record_keys[r - part.first] = (*records->keys)[m.objects[r]];
+          any = true;
+        }
+        if (!any) record_keys.clear();
+      }
+      const std::function<uint64_t(size_t)> record_checksum = [&](size_t k) -> uint64_t {
+        return record_keys[k].empty() || unhashed[k] != 0 ? 0
+                                                          : (*checksums)[m.objects[part.first + k]];
+      };
+      bool recorded = false;
+      if (!record_keys.empty()) {
+        where.record_keys = &record_keys;
+        where.record_checksum = &record_checksum;
+        where.recorded = &recorded;
+      }
       part_status[p] = t.Write(where, memory, deadline);
       if (part_status[p].ok()) {
         for (size_t k = 0; k < unhashed.size(); ++k) hash(k);
+      }
+      if (part_status[p].ok() && recorded) {
+        for (size_t k = 0; k < record_keys.size(); ++k) {
+          if (!record_keys[k].empty()) records->recorded[m.objects[part.first + k]] = 1;
+        }
       }
     };
     if (workers_ != nullptr && parts.size() > 1) {
