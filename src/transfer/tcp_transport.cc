@@ -8,6 +8,15 @@
 #include "transfer/read_trailer.h"
 
 namespace kvpool::transfer {
+namespace {
+
+uint64_t KeyBytes(std::span<const std::string_view> keys) {
+  uint64_t n = 0;
+  for (std::string_view k : keys) n += k.size();
+  return n;
+}
+
+}  // namespace
 
 Status TcpTransport::Call(rpc::Method method, const SegmentRanges& where,
                           std::span<const iovec> out, std::span<const iovec> in,
@@ -43,33 +52,30 @@ Status TcpTransport::Call(rpc::Method method, const SegmentRanges& where,
     std::vector<uint64_t> marks{0};
     std::vector<size_t> first_range{0};
     uint64_t end = 0;
-    for (size_t r = 0; r < where.ranges.size(); ++r) {
+    for (size_t r = 0; r + 1 < where.ranges.size(); ++r) {
       end += where.ranges[r].length();
-      if (r + 1 < where.ranges.size() && end - marks.back() >= kPieceBytes) {
+      if (end - marks.back() >= kPieceBytes) {
         marks.push_back(end);
         first_range.push_back(r + 1);
       }
     }
     first_range.push_back(where.ranges.size());
-    // Objects the host is to list: their checksums follow the bytes as one more piece, filled
-    // once every range was hashed (DataRequest.record_keys).
+    // Objects the host is to list: their checksums follow the bytes in the last piece, filled
+    // once its ranges are hashed (DataRequest.record_keys).
     const bool record = where.record_keys != nullptr && where.record_checksum != nullptr &&
-                        where.record_keys->size() == where.ranges.size();
+                        where.record_keys->size() == where.ranges.size() &&
+                        KeyBytes(*where.record_keys) <= kMaxRecordKeyBytes;
     std::vector<uint64_t> trailer(record ? where.ranges.size() : 0);
     std::vector<iovec> with_trailer;
     if (record) {
       for (std::string_view key : *where.record_keys) req.add_record_keys(key.data(), key.size());
-      marks.push_back(end);
       with_trailer.assign(out.begin(), out.end());
       with_trailer.push_back({trailer.data(), trailer.size() * sizeof(uint64_t)});
       out = with_trailer;
     }
-    const size_t trailer_piece = marks.size() - 1;
     const std::function<void(size_t)> before = [&](size_t k) {
-      if (!record || k < trailer_piece) {
-        (*where.before_ranges)(first_range[k], first_range[k + 1]);
-        return;
-      }
+      (*where.before_ranges)(first_range[k], first_range[k + 1]);
+      if (!record || k + 1 < marks.size()) return;
       for (size_t i = 0; i < trailer.size(); ++i) {
         trailer[i] = htole64((*where.record_checksum)(i));
       }

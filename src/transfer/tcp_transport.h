@@ -13,6 +13,10 @@ class TcpTransport : public Transport {
   // bytes (whole ranges), calling the hook before each: small enough that a piece just hashed
   // is still in cache when the socket copies it, large enough to keep system calls few.
   static constexpr uint64_t kPieceBytes = 256 << 10;
+  // A write names its objects to the host (SegmentRanges::record_keys) only while their keys
+  // total at most this many bytes: the request's meta stays far below the frame's limit, and a
+  // write of more keys (a batch of many tiny objects under long keys) commits the older way.
+  static constexpr uint64_t kMaxRecordKeyBytes = 4 << 20;
 
   // `pool` must outlive the transport. Thread-safe.
   explicit TcpTransport(rpc::ConnectionPool* pool) : pool_(pool) {}

@@ -120,6 +120,35 @@ TEST_F(WriteRecordsTest, ATenantsWriteIsWrittenButNothingIsListed) {
   EXPECT_TRUE(recorder_.listed().empty());
 }
 
+// Keys beyond TcpTransport::kMaxRecordKeyBytes are not named (the request would near the
+// frame's meta limit): the bytes are written, nothing is listed, and the writer knows it.
+TEST_F(WriteRecordsTest, AWriteOfTooManyKeyBytesNamesNothing) {
+  const size_t objects = TcpTransport::kMaxRecordKeyBytes / 4000 + 2;
+  data_.assign(objects * 64, 0x61);
+  ranges_.clear();
+  std::vector<std::string> names;
+  for (size_t i = 0; i < objects; ++i) {
+    rpc::Range& r = ranges_.emplace_back();
+    r.set_offset(i * 64);
+    r.set_length(64);
+    names.push_back(std::string(4000, 'k') + std::to_string(i));
+  }
+  std::vector<std::string_view> keys(names.begin(), names.end());
+  const std::function<void(size_t, size_t)> before = [](size_t, size_t) {};
+  const std::function<uint64_t(size_t)> checksum = [](size_t) -> uint64_t { return 1; };
+  bool recorded = true;
+  SegmentRanges where{&name_, &pool_ep_, ranges_, memory_->incarnation()};
+  where.before_ranges = &before;
+  where.record_keys = &keys;
+  where.record_checksum = &checksum;
+  where.recorded = &recorded;
+  iovec v{data_.data(), data_.size()};
+  ASSERT_TRUE(transport_.Write(where, {&v, 1}, Soon()).ok());
+  EXPECT_FALSE(recorded);
+  EXPECT_TRUE(recorder_.listed().empty());
+  EXPECT_EQ(std::memcmp(memory_->base(), data_.data(), data_.size()), 0);
+}
+
 // Requests a kvpool client never sends: refused before a byte lands, the connection usable.
 TEST_F(WriteRecordsTest, AMalformedNamedWriteIsRefusedAndMovesNothing) {
   auto conn = rpc::Connection::Connect(pool_ep_, "test", Soon());
