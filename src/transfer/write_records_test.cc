@@ -31,16 +31,19 @@ class WriteRecordsTest : public ::testing::Test {
     o.host = "127.0.0.1";
     pool_server_ = std::make_unique<rpc::Server>(o, &service_);
     tenant_server_ = std::make_unique<rpc::Server>(o, &tenant_);
+    unlisting_server_ = std::make_unique<rpc::Server>(o, &unlisting_);
     ASSERT_TRUE(pool_server_->Start().ok());
     ASSERT_TRUE(tenant_server_->Start().ok());
+    ASSERT_TRUE(unlisting_server_->Start().ok());
     pool_ep_ = rpc::Endpoint{"127.0.0.1", pool_server_->port()};
     tenant_ep_ = rpc::Endpoint{"127.0.0.1", tenant_server_->port()};
+    unlisting_ep_ = rpc::Endpoint{"127.0.0.1", unlisting_server_->port()};
   }
   // Writes `objects` consecutive objects of `size` bytes at offset 0, hashing each right
-  // before it is sent as the put path does, and naming every one but `unnamed`; each range
-  // with the master's grant when `granted` (a tenant's write).
+  // before it is sent as the put path does, and naming every one but `unnamed` (keys of at
+  // least `key_bytes`); each range with the master's grant when `granted` (a tenant's write).
   Status WriteNamed(const rpc::Endpoint& ep, size_t objects, uint64_t size, size_t unnamed,
-                    bool* recorded, bool granted = false) {
+                    bool* recorded, bool granted = false, size_t key_bytes = 0) {
     data_.resize(objects * size);
     for (size_t i = 0; i < data_.size(); ++i) data_[i] = static_cast<uint8_t>(i * 31 + i / 4093);
     ranges_.clear();
@@ -55,7 +58,7 @@ class WriteRecordsTest : public ::testing::Test {
         key_.Sign(name_, memory_->incarnation(), i * size, size, rpc::GrantMode::kWrite,
                   kNow + 60000, r.mutable_grant());
       }
-      names_.push_back("page-" + std::to_string(i));
+      names_.push_back(std::string(key_bytes, 'k') + "page-" + std::to_string(i));
     }
     for (size_t i = 0; i < objects; ++i) {
       keys_.push_back(i == unnamed ? std::string_view() : std::string_view(names_[i]));
@@ -81,8 +84,9 @@ class WriteRecordsTest : public ::testing::Test {
   rpc::GrantKey key_{kSecret};
   DataService service_{&table_, kSecret, &FixedNow};
   AsTenant tenant_{&service_};
-  std::unique_ptr<rpc::Server> pool_server_, tenant_server_;
-  rpc::Endpoint pool_ep_, tenant_ep_;
+  DataService unlisting_{&table_};  // a host that keeps no object list: no recorder
+  std::unique_ptr<rpc::Server> pool_server_, tenant_server_, unlisting_server_;
+  rpc::Endpoint pool_ep_, tenant_ep_, unlisting_ep_;
   rpc::ConnectionPool pool_{"test"};
   TcpTransport transport_{&pool_};
   std::vector<uint8_t> data_;
@@ -124,26 +128,8 @@ TEST_F(WriteRecordsTest, ATenantsWriteIsWrittenButNothingIsListed) {
 // frame's meta limit): the bytes are written, nothing is listed, and the writer knows it.
 TEST_F(WriteRecordsTest, AWriteOfTooManyKeyBytesNamesNothing) {
   const size_t objects = TcpTransport::kMaxRecordKeyBytes / 4000 + 2;
-  data_.assign(objects * 64, 0x61);
-  ranges_.clear();
-  std::vector<std::string> names;
-  for (size_t i = 0; i < objects; ++i) {
-    rpc::Range& r = ranges_.emplace_back();
-    r.set_offset(i * 64);
-    r.set_length(64);
-    names.push_back(std::string(4000, 'k') + std::to_string(i));
-  }
-  std::vector<std::string_view> keys(names.begin(), names.end());
-  const std::function<void(size_t, size_t)> before = [](size_t, size_t) {};
-  const std::function<uint64_t(size_t)> checksum = [](size_t) -> uint64_t { return 1; };
   bool recorded = true;
-  SegmentRanges where{&name_, &pool_ep_, ranges_, memory_->incarnation()};
-  where.before_ranges = &before;
-  where.record_keys = &keys;
-  where.record_checksum = &checksum;
-  where.recorded = &recorded;
-  iovec v{data_.data(), data_.size()};
-  ASSERT_TRUE(transport_.Write(where, {&v, 1}, Soon()).ok());
+  ASSERT_TRUE(WriteNamed(pool_ep_, objects, 64, objects, &recorded, false, 4000).ok());
   EXPECT_FALSE(recorded);
   EXPECT_TRUE(recorder_.listed().empty());
   EXPECT_EQ(std::memcmp(memory_->base(), data_.data(), data_.size()), 0);
@@ -179,40 +165,12 @@ TEST_F(WriteRecordsTest, AMalformedNamedWriteIsRefusedAndMovesNothing) {
 }
 
 // A host that keeps no list (no recorder) writes the bytes and says it listed nothing.
-TEST(WriteRecordsNoRecorderTest, TheWriteSucceedsUnlisted) {
-  auto mem = SegmentMemory::Map(1 << 16, {});
-  ASSERT_TRUE(mem.ok());
-  SegmentTable table;
-  std::string name = "seg-n";
-  std::shared_ptr<SegmentMemory> memory(std::move(mem).value());
-  const uint64_t incarnation = memory->incarnation();
-  ASSERT_TRUE(table.Add(name, memory).ok());
-  DataService service(&table);
-  rpc::ServerOptions o;
-  o.host = "127.0.0.1";
-  rpc::Server server(o, &service);
-  ASSERT_TRUE(server.Start().ok());
-  rpc::Endpoint ep{"127.0.0.1", server.port()};
-  rpc::ConnectionPool pool("test");
-  TcpTransport t(&pool);
-  std::vector<uint8_t> data(100, 0x42);
-  rpc::Range r;
-  r.set_offset(64);
-  r.set_length(100);
-  std::vector<rpc::Range> ranges{r};
-  std::vector<std::string_view> keys{"k"};
-  const std::function<void(size_t, size_t)> before = [](size_t, size_t) {};
-  const std::function<uint64_t(size_t)> checksum = [](size_t) -> uint64_t { return 5; };
+TEST_F(WriteRecordsTest, AHostWithoutAListWritesUnlisted) {
   bool recorded = true;
-  SegmentRanges where{&name, &ep, ranges, incarnation};
-  where.before_ranges = &before;
-  where.record_keys = &keys;
-  where.record_checksum = &checksum;
-  where.recorded = &recorded;
-  iovec in{data.data(), data.size()};
-  ASSERT_TRUE(t.Write(where, {&in, 1}, Soon()).ok());
+  ASSERT_TRUE(WriteNamed(unlisting_ep_, 3, 4096, 99, &recorded).ok());
   EXPECT_FALSE(recorded);
-  EXPECT_EQ(std::memcmp(memory->base() + 64, data.data(), data.size()), 0);
+  EXPECT_EQ(std::memcmp(memory_->base(), data_.data(), data_.size()), 0);
+  EXPECT_TRUE(recorder_.listed().empty());
 }
 
 }  // namespace
