@@ -139,7 +139,7 @@ TEST_F(WriteRecordsTest, AWriteOfTooManyKeyBytesNamesNothing) {
 TEST_F(WriteRecordsTest, AMalformedNamedWriteIsRefusedAndMovesNothing) {
   auto conn = rpc::Connection::Connect(pool_ep_, "test", Soon());
   ASSERT_TRUE(conn.ok());
-  std::vector<uint8_t> bytes(4096 + 8, 0xab);
+  std::vector<uint8_t> bytes(4096 + 16, 0xab);  // the largest payload sent below
   std::memset(memory_->base(), 0, 8192);
   auto request = [&](int keys, size_t payload) {
     rpc::DataRequest req;
