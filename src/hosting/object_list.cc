@@ -48,10 +48,22 @@ void ObjectList::PutLocked(uint64_t begin, Entry e) {
   by_offset_[begin] = std::move(e);
 }
 
-void ObjectList::RecordWrite(uint64_t offset, std::string key, uint64_t size, uint64_t checksum,
-                             uint64_t journal_seq) {
+bool ObjectList::RecordWrite(uint64_t offset, std::string key, uint64_t size, uint64_t checksum,
+                             uint64_t journal_seq, uint64_t master_epoch) {
   std::lock_guard lock(mu_);
+  if (writes_epoch_ == 0 || master_epoch != writes_epoch_) return false;
   PutLocked(offset, Entry{std::move(key), size, checksum, 0, true, journal_seq});
+  return true;
+}
+
+void ObjectList::OpenWrites(uint64_t epoch) {
+  std::lock_guard lock(mu_);
+  writes_epoch_ = epoch;
+}
+
+void ObjectList::CloseWrites() {
+  std::lock_guard lock(mu_);
+  writes_epoch_ = 0;
 }
 
 uint64_t ObjectList::applied_seq() const {

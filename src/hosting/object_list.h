@@ -34,11 +34,17 @@ class ObjectList {
   // The last journal sequence number applied (0: none since Reset).
   uint64_t applied_seq() const;
   // Lists `key` at [offset, offset + size) with `checksum` (of the bytes just written there),
-  // replacing whatever overlapped the range. `journal_seq` is the segment journal's last
-  // sequence number when the master allocated the range (Replica.journal_seq): journal entries
-  // up to it that touch the range are skipped.
-  void RecordWrite(uint64_t offset, std::string key, uint64_t size, uint64_t checksum,
-                   uint64_t journal_seq);
+  // replacing whatever overlapped the range, if master `master_epoch` placed it and the list
+  // is open to that master's writes (OpenWrites); returns whether it did. `journal_seq` is the
+  // segment journal's last sequence number when the master allocated the range
+  // (Replica.journal_seq): journal entries up to it that touch the range are skipped.
+  bool RecordWrite(uint64_t offset, std::string key, uint64_t size, uint64_t checksum,
+                   uint64_t journal_seq, uint64_t master_epoch);
+  // Writes placed by master `epoch` are listed from now on (the segment is mounted there).
+  void OpenWrites(uint64_t epoch);
+  // No write is listed until the next OpenWrites: the segment is being mounted again, and a
+  // write listed after its list went to the new master would be known to no master.
+  void CloseWrites();
   // Forgets the object starting at `offset` (its bytes are not what the list says).
   void Erase(uint64_t offset);
   // Keeps one entry per key, the newest, and forgets the others; returns how many. Two entries
@@ -78,8 +84,9 @@ class ObjectList {
   void PutLocked(uint64_t begin, Entry e);
 
   mutable std::mutex mu_;
-  Map by_offset_;             // guarded by mu_
-  uint64_t applied_seq_ = 0;  // guarded by mu_
+  Map by_offset_;              // guarded by mu_
+  uint64_t applied_seq_ = 0;   // guarded by mu_
+  uint64_t writes_epoch_ = 0;  // guarded by mu_: see OpenWrites (0: closed)
 };
 
 }  // namespace kvpool::hosting

@@ -25,6 +25,13 @@ rpc::JournalEntry Free(uint64_t seq, uint64_t offset) {
   return e;
 }
 
+constexpr uint64_t kEpoch = 0x5eed;  // the master the lists below are mounted at
+
+// A list open to writes placed by master kEpoch, as after a mount there.
+struct OpenList : ObjectList {
+  OpenList() { OpenWrites(kEpoch); }
+};
+
 std::vector<std::string> Keys(const ObjectList& l) {
   std::vector<std::string> out;
   for (const auto& o : l.Snapshot()) out.push_back(o.key());
@@ -89,12 +96,12 @@ TEST(ObjectListTest, ResetClearsAndSequenceRestarts) {
 // An object a WRITE named is listed before the master commits it; journal entries from before
 // its range was allocated (an object freed there earlier) do not touch it, later ones do.
 TEST(ObjectListTest, AWrittenObjectIsListedAndOutranksOnlyOlderEntries) {
-  ObjectList l;
+  OpenList l;
   rpc::SegmentJournal old;
   *old.add_entries() = Commit(1, "gone", 0, 100);
   l.Apply(old);
   // The master freed "gone" (seq 2, not delivered yet) and gave [0, 64) to "page" at seq 2.
-  l.RecordWrite(0, "page", 64, 77, /*journal_seq=*/2);
+  l.RecordWrite(0, "page", 64, 77, /*journal_seq=*/2, kEpoch);
   EXPECT_EQ(Keys(l), (std::vector<std::string>{"page"}));  // "gone" was overwritten
   rpc::SegmentJournal late;
   *late.add_entries() = Commit(1, "gone", 0, 100);  // re-delivered: skipped by sequence
@@ -119,8 +126,8 @@ TEST(ObjectListTest, AWrittenObjectIsListedAndOutranksOnlyOlderEntries) {
 // A write whose put was given up (never committed) leaves the list when the master frees its
 // range, and an older commit overlapping a newer write is dropped, not listed over it.
 TEST(ObjectListTest, AnAbandonedWriteLeavesWithItsFree) {
-  ObjectList l;
-  l.RecordWrite(128, "abandoned", 64, 5, /*journal_seq=*/7);
+  OpenList l;
+  l.RecordWrite(128, "abandoned", 64, 5, /*journal_seq=*/7, kEpoch);
   rpc::SegmentJournal j;
   *j.add_entries() = Commit(6, "older", 100, 100);  // allocated and freed before seq 7
   *j.add_entries() = Free(7, 100);
@@ -135,8 +142,8 @@ TEST(ObjectListTest, AnAbandonedWriteLeavesWithItsFree) {
 // At a new master the written objects are listed like the others (they were sent with the
 // mount) and the new journal's small sequence numbers replace them as usual.
 TEST(ObjectListTest, ARestartedSequenceTreatsWrittenObjectsAsListed) {
-  ObjectList l;
-  l.RecordWrite(0, "page", 64, 5, /*journal_seq=*/500);
+  OpenList l;
+  l.RecordWrite(0, "page", 64, 5, /*journal_seq=*/500, kEpoch);
   l.RestartSequence();
   rpc::SegmentJournal j;
   *j.add_entries() = Free(1, 0);
@@ -147,14 +154,14 @@ TEST(ObjectListTest, ARestartedSequenceTreatsWrittenObjectsAsListed) {
 // A key removed (or upserted) and put again just before the master went away: the new version
 // was listed on write, the FREE of the old one never arrived. Only the newer is re-registered.
 TEST(ObjectListTest, OnlyTheNewestVersionOfAKeyIsKept) {
-  ObjectList l;
+  OpenList l;
   rpc::SegmentJournal j;
   *j.add_entries() = Commit(1, "k", 512, 10);  // old version, its FREE (seq 3) not delivered
   *j.add_entries() = Commit(2, "other", 0, 10);
   l.Apply(j);
-  l.RecordWrite(64, "k", 10, 9, /*journal_seq=*/3);    // the new version, allocated after
-  l.RecordWrite(1024, "w", 10, 9, /*journal_seq=*/1);  // an older write of "w" ...
-  l.RecordWrite(2048, "w", 10, 8, /*journal_seq=*/4);  // ... and its newer one
+  l.RecordWrite(64, "k", 10, 9, /*journal_seq=*/3, kEpoch);    // the new version, allocated after
+  l.RecordWrite(1024, "w", 10, 9, /*journal_seq=*/1, kEpoch);  // an older write of "w" ...
+  l.RecordWrite(2048, "w", 10, 8, /*journal_seq=*/4, kEpoch);  // ... and its newer one
   EXPECT_EQ(l.DropSuperseded(), 2u);
   auto snap = l.Snapshot();
   ASSERT_EQ(snap.size(), 3u);
@@ -164,14 +171,28 @@ TEST(ObjectListTest, OnlyTheNewestVersionOfAKeyIsKept) {
   EXPECT_EQ(snap[2].key(), "w");
   EXPECT_EQ(snap[2].offset(), 2048u);
   // A commit newer than a write of the same key (that write's put was given up) wins.
-  ObjectList m;
-  m.RecordWrite(0, "k", 10, 9, /*journal_seq=*/2);
+  OpenList m;
+  m.RecordWrite(0, "k", 10, 9, /*journal_seq=*/2, kEpoch);
   rpc::SegmentJournal later;
   *later.add_entries() = Commit(5, "k", 512, 10);
   m.Apply(later);
   EXPECT_EQ(m.DropSuperseded(), 1u);
   ASSERT_EQ(m.size(), 1u);
   EXPECT_EQ(m.Snapshot()[0].offset(), 512u);
+}
+
+// Only the writes of the master the segment is mounted at are listed: not before a mount, not
+// while it mounts again (its list already on its way to the new master), not a write placed by
+// a master it has left (a leader cut off from the nodes). Their writers wait for an ack instead.
+TEST(ObjectListTest, OnlyWritesOfTheMountedMasterAreListed) {
+  ObjectList l;
+  EXPECT_FALSE(l.RecordWrite(0, "early", 64, 5, 0, kEpoch));
+  l.OpenWrites(kEpoch);
+  EXPECT_FALSE(l.RecordWrite(0, "other-master", 64, 5, 0, kEpoch + 1));
+  EXPECT_TRUE(l.RecordWrite(0, "mine", 64, 5, 0, kEpoch));
+  l.CloseWrites();
+  EXPECT_FALSE(l.RecordWrite(128, "late", 64, 5, 0, kEpoch));
+  EXPECT_EQ(Keys(l), (std::vector<std::string>{"mine"}));
 }
 
 }  // namespace

@@ -56,6 +56,8 @@ Result<std::unique_ptr<SegmentHost>> SegmentHost::Start(const SegmentHostOptions
 
 Status SegmentHost::Mount(master::MasterClient& master, Deadline deadline) {
   mounted_.store(false, std::memory_order_release);
+  // Before the list is read: a write listed after it would be known to no master.
+  objects_.CloseWrites();
   // Before the master can see the segment's free ranges again: no promotion fill lands after.
   if (disk_ != nullptr) disk_->FenceFills();
   // Which master is it? A ping tells (mount replies tell too, but only after mounting).
@@ -103,6 +105,7 @@ Status SegmentHost::Mount(master::MasterClient& master, Deadline deadline) {
   } while (begin < list.size());
   mounted_epoch_ = r->master_epoch();
   if (disk_ != nullptr) KVPOOL_RETURN_IF_ERROR(disk_->Mount(master, deadline));
+  objects_.OpenWrites(mounted_epoch_);
   mounted_.store(true, std::memory_order_release);
   if (restarted) {
     spdlog::info("re-registered segment={} at a restarted master: objects_listed={} restored={}",
@@ -129,12 +132,15 @@ size_t SegmentHost::DropMismatched(std::vector<rpc::StoredObject>& list) {
 
 bool SegmentHost::RecordWrites(const rpc::DataRequest& req, std::span<const uint64_t> checksums) {
   if (req.segment_name() != name_) return false;
+  bool all = true;
   for (int i = 0; i < req.ranges_size(); ++i) {
     const rpc::Range& r = req.ranges(i);
     if (req.record_keys(i).empty() || checksums[i] == 0) continue;
-    objects_.RecordWrite(r.offset(), req.record_keys(i), r.length(), checksums[i], r.journal_seq());
+    all = objects_.RecordWrite(r.offset(), req.record_keys(i), r.length(), checksums[i],
+                               r.journal_seq(), r.master_epoch()) &&
+          all;
   }
-  return true;
+  return all;
 }
 
 rpc::JournalAck SegmentHost::JournalAck() const {

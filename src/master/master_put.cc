@@ -314,6 +314,7 @@ bool MasterCore::TryPlace(ObjectTable::Shard& shard, const rpc::PutItem& item,
     if (p.records_writes) {
       r->set_host_records_writes(true);
       r->set_journal_seq(p.journal_seq);
+      r->set_master_epoch(epoch_);
     }
   }
   return true;

@@ -25,7 +25,10 @@ Status TransferPlan::Add(size_t object, const rpc::Replica& replica,
   // A tenant's permission for this range (rpc/grant.h): the segment host checks it.
   if (replica.has_grant()) *r.mutable_grant() = replica.grant();
   // Where the host lists the objects written to it: its record outranks older journal entries.
-  if (replica.host_records_writes()) r.set_journal_seq(replica.journal_seq());
+  if (replica.host_records_writes()) {
+    r.set_journal_seq(replica.journal_seq());
+    r.set_master_epoch(replica.master_epoch());
+  }
   m.ranges.push_back(std::move(r));
   m.host_records.push_back(replica.host_records_writes() ? 1 : 0);
   m.memory.insert(m.memory.end(), memory.begin(), memory.end());
