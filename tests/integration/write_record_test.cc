@@ -7,11 +7,15 @@
 // the client are the real ones, over real sockets.
 #include <gtest/gtest.h>
 
+#include "common/checksum.h"
 #include "hosting/segment_host.h"
 #include "kvpool/client.h"
 #include "master/master.h"
 #include "master_client/master_client.h"
+#include "rpc/connection_pool.h"
+#include "rpc/endpoint.h"
 #include "test_bytes.h"
+#include "transfer/tcp_transport.h"
 
 namespace kvpool::testing {
 namespace {
@@ -96,6 +100,73 @@ TEST(WriteRecordTest, AnAcknowledgedPutSurvivesAMasterItsNodeNeverAcknowledged) 
   }
   EXPECT_TRUE(reader->Close().ok());
   EXPECT_TRUE((*host)->Unmount(*stub, Soon()).ok());
+}
+
+// A leader cut off from the nodes keeps placing puts until its fence, while the nodes have
+// moved to its successor. A write it placed must not be listed: no master would ever hear of
+// it, so its put must wait for an acknowledgement that never comes, and fail.
+TEST(WriteRecordTest, AWritePlacedByAMasterTheNodeLeftIsNotListed) {
+  master::MasterOptions quick = MasterOn(0);
+  quick.commit_ack_timeout = std::chrono::milliseconds(300);
+  master::Master old_leader(quick);
+  ASSERT_TRUE(old_leader.Start().ok());
+  master::Master successor(MasterOn(0));
+  ASSERT_TRUE(successor.Start().ok());
+  hosting::SegmentHostOptions ho;
+  ho.bind_host = "127.0.0.1";
+  ho.size = 16 << 20;
+  auto host = hosting::SegmentHost::Start(ho);
+  ASSERT_TRUE(host.ok()) << host.status().ToString();
+  master::MasterClient to_old(rpc::Endpoint{"127.0.0.1", old_leader.port()}, "node-1");
+  ASSERT_TRUE((*host)->Mount(to_old, Soon()).ok());
+  PingOnce(**host, to_old);
+
+  // The writer reserves at the old leader; then the node moves to the successor.
+  master::MasterClient writer(rpc::Endpoint{"127.0.0.1", old_leader.port()}, "writer");
+  std::vector<master::MasterClient::PutItem> items = {{"page-late", 4096}};
+  auto put = writer.PutStart(items, rpc::ReplicateConfig(), false, Soon());
+  ASSERT_TRUE(put.ok()) << put.status().ToString();
+  ASSERT_EQ(put->results(0).replicas_size(), 1);
+  const rpc::Replica& replica = put->results(0).replicas(0);
+  ASSERT_TRUE(replica.host_records_writes());
+  master::MasterClient to_successor(rpc::Endpoint{"127.0.0.1", successor.port()}, "node-1");
+  ASSERT_TRUE((*host)->Mount(to_successor, Soon()).ok());
+
+  // The write lands, but the node does not list it.
+  std::vector<uint8_t> bytes = ObjectBytes("page-late", 0, 4096);
+  const uint64_t checksum = ChecksumOf(bytes.data(), bytes.size());
+  rpc::ConnectionPool pool("writer");
+  transfer::TcpTransport tcp(&pool);
+  auto ep = rpc::ParseEndpoint(replica.endpoint(), 0, "replica");
+  ASSERT_TRUE(ep.ok());
+  rpc::Range range;
+  range.set_offset(replica.offset());
+  range.set_length(replica.length());
+  range.set_journal_seq(replica.journal_seq());
+  range.set_master_epoch(replica.master_epoch());
+  std::vector<rpc::Range> ranges{range};
+  std::vector<std::string_view> keys{"page-late"};
+  const std::function<void(size_t, size_t)> before = [](size_t, size_t) {};
+  const std::function<uint64_t(size_t)> sum = [&](size_t) { return checksum; };
+  bool recorded = true;
+  transfer::SegmentRanges where{&replica.segment_name(), &*ep, ranges,
+                                replica.segment_incarnation()};
+  where.before_ranges = &before;
+  where.record_keys = &keys;
+  where.record_checksum = &sum;
+  where.recorded = &recorded;
+  iovec v{bytes.data(), bytes.size()};
+  ASSERT_TRUE(tcp.Write(where, {&v, 1}, Soon()).ok());
+  EXPECT_FALSE(recorded);
+  EXPECT_EQ((*host)->objects().size(), 0u);
+
+  // So the old leader does not acknowledge the put: no host recorded it.
+  std::vector<std::string> commit = {"page-late"}, none;
+  std::vector<uint64_t> checksums = {checksum};
+  auto ended = writer.PutEnd(commit, checksums, none, Soon());
+  ASSERT_TRUE(ended.ok()) << ended.status().ToString();
+  EXPECT_EQ(static_cast<ErrorCode>(ended->codes(0)), ErrorCode::RPC_TIMEOUT);
+  EXPECT_TRUE((*host)->Unmount(to_successor, Soon()).ok());
 }
 
 // An embedded client that hosts the pool's only segment writes into it with memcpy: its own
