@@ -94,6 +94,7 @@ def main():
     p.add_argument("--out", default="", help="write the JSON report/results (plot: the PNG) here")
     p.add_argument("--masters", type=int, default=3, help="chaos: 1 or 3 (3: with 3 etcd)")
     p.add_argument("--rate", type=float, default=3.0, help="chaos: batches per second per engine")
+    p.add_argument("--replicas", type=int, default=2, help="chaos: replicas per put (2)")
     p.add_argument("--settle_s", type=float, default=8.0, help="chaos: pause after each heal")
     p.add_argument("--seconds", type=float, default=20.0, help="scale: seconds per run")
     p.add_argument("--engine_link", default="none", help="scale: engine hosts' link rate")

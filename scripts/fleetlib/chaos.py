@@ -144,7 +144,7 @@ def scenario_chaos(args):
         for i, h in enumerate(eh):
             engines.append(f.start_worker(f"e{i}", h, maddr, "loop", rpc_timeout_ms=rpc_ms,
                                           transfer_timeout_ms=xfer_ms, page_size=args.page_size,
-                                          batch=args.batch, replicas=2, rate=args.rate,
+                                          batch=args.batch, replicas=args.replicas, rate=args.rate,
                                           seconds=run_s, seed=args.seed * 100 + i))
         logs = [os.path.join(f.dir, "logs", f"e{i}.jsonl") for i in range(ne)]
         placement = Placement(f, logs, mhttp)

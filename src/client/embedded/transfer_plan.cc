@@ -79,6 +79,14 @@ std::vector<std::vector<size_t>> TransferPlan::HashedBy(const std::vector<Transf
   return out;
 }
 
+std::vector<uint32_t> TransferPlan::ReplicaCounts(size_t objects) const {
+  std::vector<uint32_t> out(objects, 0);
+  for (const auto& [id, m] : segments_) {
+    for (size_t object : m.objects) ++out[object];
+  }
+  return out;
+}
+
 std::span<const iovec> TransferPlan::MemoryOf(const SegmentMoves& m, size_t r) {
   const size_t first = r == 0 ? 0 : m.memory_end[r - 1];
   return std::span<const iovec>(m.memory.data() + first, m.memory_end[r] - first);

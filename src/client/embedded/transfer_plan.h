@@ -83,6 +83,8 @@ class TransferPlan {
     const std::vector<std::vector<size_t>> hashed_by = checksums != nullptr
                                                            ? HashedBy(parts, per_object.size())
                                                            : std::vector<std::vector<size_t>>{};
+    const std::vector<uint32_t> replicas =
+        records != nullptr ? ReplicaCounts(per_object.size()) : std::vector<uint32_t>{};
     std::vector<Status> part_status(parts.size());
     std::vector<std::vector<Status>> range_status(parts.size());  // reads: set when failed
     auto run_part = [&](size_t p) {
@@ -129,13 +131,16 @@ class TransferPlan {
         for (size_t k = first; k < last && k < unhashed.size(); ++k) hash(k);
       };
       where.before_ranges = &before;
-      // The objects this part hashes, on hosts that list them: named to the host.
+      // The objects this part hashes, on hosts that list them: named to the host. Only an
+      // object of one replica: a host that lists an object of several would be the only one
+      // to know it if the commit's journal never reached the others (a master cut off from
+      // the nodes), so those wait for an acknowledgement as before.
       std::vector<std::string_view> record_keys;
       if (records != nullptr) {
         record_keys.resize(unhashed.size());
         bool any = false;
         for (size_t r : hashed_by[p]) {
-          if (m.host_records[r] == 0) continue;
+          if (m.host_records[r] == 0 || replicas[m.objects[r]] != 1) continue;
           record_keys[r - part.first] = (*records->keys)[m.objects[r]];
           any = true;
         }
@@ -198,6 +203,8 @@ class TransferPlan {
                                                    size_t objects);
   // The caller's memory of range `r` of `m`.
   static std::span<const iovec> MemoryOf(const SegmentMoves& m, size_t r);
+  // How many replicas of each of `objects` objects the plan moves.
+  std::vector<uint32_t> ReplicaCounts(size_t objects) const;
 
   TaskPool* workers_;
   Clock::duration stall_{0};

@@ -253,5 +253,57 @@ TEST(TransferPlanTest, RangesCarryTheirReplicasGrants) {
   EXPECT_EQ(sent[2].grant().offset(), 2u * 4096);
 }
 
+// Hosts that list what is written to them are asked to list the objects of one replica only
+// (one each, with its checksum), and the run reports the ones they listed.
+TEST(TransferPlanTest, OnlyObjectsOfOneReplicaAreNamedToTheirHost) {
+  class Listing : public transfer::Transport {
+   public:
+    Status Write(const transfer::SegmentRanges& dst, std::span<const iovec>, Deadline) override {
+      if (dst.before_ranges != nullptr) (*dst.before_ranges)(0, dst.ranges.size());
+      if (dst.record_keys == nullptr) return Status::Ok();
+      for (size_t k = 0; k < dst.record_keys->size(); ++k) {
+        if ((*dst.record_keys)[k].empty()) continue;
+        named.emplace_back((*dst.record_keys)[k]);
+        sums.push_back((*dst.record_checksum)(k));
+      }
+      *dst.recorded = true;
+      return Status::Ok();
+    }
+    Status Read(const transfer::SegmentRanges&, std::span<const iovec>, Deadline) override {
+      return Status::Ok();
+    }
+    std::vector<std::string> named;
+    std::vector<uint64_t> sums;
+  } a, b;
+  std::vector<uint8_t> mem(3 * 100, 0x33);
+  const std::vector<std::string> keys = {"single", "double", "not-listing"};
+  TransferPlan plan;
+  for (size_t i = 0; i < 3; ++i) {
+    rpc::Replica r = ReplicaAt("a", i * 4096, 100);
+    r.set_host_records_writes(i != 2);
+    std::vector<iovec> memory{{mem.data() + i * 100, 100}};
+    ASSERT_TRUE(plan.Add(i, r, memory).ok());
+    if (i == 1) {
+      rpc::Replica second = ReplicaAt("b", 0, 100);
+      second.set_host_records_writes(true);
+      ASSERT_TRUE(plan.Add(i, second, memory).ok());
+    }
+  }
+  std::vector<Status> status(3);
+  std::vector<uint64_t> checksums(3, 0);
+  HostRecords records{&keys, std::vector<char>(3, 0)};
+  plan.Run(
+      true,
+      [&](const std::string& s) -> transfer::Transport& {
+        return s == "a" ? static_cast<transfer::Transport&>(a) : b;
+      },
+      Deadline::max(), status, &checksums, &records);
+  EXPECT_EQ(a.named, std::vector<std::string>{"single"});
+  EXPECT_TRUE(b.named.empty());
+  ASSERT_EQ(a.sums.size(), 1u);
+  EXPECT_EQ(a.sums[0], ChecksumOf(mem.data(), 100));
+  EXPECT_EQ(records.recorded, (std::vector<char>{1, 0, 0}));
+}
+
 }  // namespace
 }  // namespace kvpool::client
