@@ -73,8 +73,8 @@ class TransferPlan {
   // replica right before the transport reads it (SegmentRanges::before_ranges), so a batch's
   // hashing is spread over the same threads as its copies and each object is copied from
   // cache just after it was hashed. An object whose move failed may be left unhashed (0).
-  // `records` (writes with `checksums` only; null: none): the replica that hashes an object
-  // asks its host to list it, where the host does (SegmentRanges::record_keys).
+  // `records` (writes with `checksums` only; null: none): each object of one replica is named
+  // to its host, where the host lists writes (SegmentRanges::record_keys).
   template <typename TransportFor>
   void Run(bool write, TransportFor&& transport_for, Deadline deadline,
            std::vector<Status>& per_object, std::vector<uint64_t>* checksums = nullptr,
