@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 
+#include "common/keys.h"
 #include "transfer/read_trailer.h"
 
 namespace kvpool::transfer {
@@ -74,6 +75,14 @@ asio::awaitable<rpc::Reply> DataService::Write(const rpc::DataRequest& req,
     total = Status(ErrorCode::INVALID_PARAMS,
                    fmt::format("segment={} WRITE names {} objects for {} ranges",
                                req.segment_name(), req.record_keys_size(), req.ranges_size()));
+  }
+  for (int i = 0; total.ok() && i < req.record_keys_size(); ++i) {
+    // An empty key names nothing; any other is a key the master could take.
+    if (req.record_keys(i).empty()) continue;
+    if (Status bad = ValidateKey(req.record_keys(i)); !bad.ok()) {
+      total = Status(ErrorCode::INVALID_PARAMS, fmt::format("segment={} WRITE names range {}: {}",
+                                                            req.segment_name(), i, bad.message()));
+    }
   }
   const uint64_t trailer = names_objects ? sizeof(uint64_t) * req.ranges_size() : 0;
   if (total.ok() && *total + trailer != payload.size()) {

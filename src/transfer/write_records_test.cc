@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "common/checksum.h"
+#include "common/keys.h"
 #include "rpc/connection.h"
 #include "rpc/connection_pool.h"
 #include "rpc/grant.h"
@@ -141,20 +142,22 @@ TEST_F(WriteRecordsTest, AMalformedNamedWriteIsRefusedAndMovesNothing) {
   ASSERT_TRUE(conn.ok());
   std::vector<uint8_t> bytes(4096 + 16, 0xab);  // the largest payload sent below
   std::memset(memory_->base(), 0, 8192);
-  auto request = [&](int keys, size_t payload) {
+  auto request = [&](int keys, size_t payload, size_t key_bytes = 1) {
     rpc::DataRequest req;
     req.set_segment_name(name_);
     req.set_segment_incarnation(memory_->incarnation());
     rpc::Range* r = req.add_ranges();
     r->set_offset(0);
     r->set_length(4096);
-    for (int i = 0; i < keys; ++i) req.add_record_keys("k");
+    for (int i = 0; i < keys; ++i) req.add_record_keys(std::string(key_bytes, 'k'));
     rpc::WriteReply reply;
     iovec v{bytes.data(), payload};
     return (*conn)->Call(rpc::WRITE, req, &reply, {&v, 1}, {}, Soon());
   };
   Status two_keys = request(2, 4096 + 16);
   EXPECT_EQ(two_keys.code(), ErrorCode::INVALID_PARAMS) << two_keys.ToString();
+  Status long_key = request(1, 4096 + 8, kMaxKeyBytes + 1);
+  EXPECT_EQ(long_key.code(), ErrorCode::INVALID_PARAMS) << long_key.ToString();
   Status no_trailer = request(1, 4096);
   EXPECT_EQ(no_trailer.code(), ErrorCode::INVALID_PARAMS) << no_trailer.ToString();
   EXPECT_NE(no_trailer.message().find("record trailer"), std::string::npos);
