@@ -353,22 +353,11 @@ Result<rpc::PingReply> MasterClient::Ping(rpc::Ping req, Deadline deadline) {
 Result<rpc::MountSegmentReply> MasterClient::MountSegment(std::string_view segment_name,
                                                           std::string_view endpoint, uint64_t size,
                                                           Deadline deadline) {
-  return MountSegment(segment_name, endpoint, size, 0, {}, false, deadline);
-}
-
-Result<rpc::MountSegmentReply> MasterClient::MountSegment(
-    std::string_view segment_name, std::string_view endpoint, uint64_t size, uint64_t incarnation,
-    std::span<const rpc::StoredObject> objects, bool more, Deadline deadline) {
   rpc::MountSegment req;
-  req.set_client_id(client_id_);
   req.set_segment_name(std::string(segment_name));
   req.set_endpoint(std::string(endpoint));
   req.set_size(size);
-  req.set_incarnation(incarnation);
-  req.mutable_objects()->Reserve(static_cast<int>(objects.size()));
-  for (const rpc::StoredObject& o : objects) *req.add_objects() = o;
-  req.set_more_objects(more);
-  return CallFor<rpc::MountSegmentReply>(rpc::MOUNT_SEGMENT, req, deadline);
+  return MountSegmentAs(std::move(req), deadline);
 }
 
 Result<rpc::MountSegmentReply> MasterClient::MountSegmentAs(rpc::MountSegment req,

@@ -79,15 +79,8 @@ class MasterClient {
   Result<rpc::MountSegmentReply> MountSegment(std::string_view segment_name,
                                               std::string_view endpoint, uint64_t size,
                                               Deadline deadline);
-  // A mount of memory `incarnation` (transfer::SegmentMemory::incarnation; a restarted host's
-  // new memory replaces its dead segment at the master) that re-registers the segment's objects
-  // (one chunk; `more` when others follow).
-  Result<rpc::MountSegmentReply> MountSegment(std::string_view segment_name,
-                                              std::string_view endpoint, uint64_t size,
-                                              uint64_t incarnation,
-                                              std::span<const rpc::StoredObject> objects, bool more,
-                                              Deadline deadline);
-  // A mount as `req` says (tier, objects, ...), sent with this client's id.
+  // A mount as `req` says (incarnation, objects re-registered in chunks, tier, ...), sent with
+  // this client's id.
   Result<rpc::MountSegmentReply> MountSegmentAs(rpc::MountSegment req, Deadline deadline);
   // TIER_UPDATE of disk segment `segment_name`: codes per added, then per dropped
   // (rpc::TierUpdate in kvpool.proto).
