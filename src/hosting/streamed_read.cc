@@ -38,29 +38,41 @@ void StreamedRead::EndLocked(size_t i, const Status& st) {
   if (--open_ranges_ == 0) EncodeTrailerLocked();
 }
 
-void StreamedRead::Done(size_t i, const Status& st) {
+template <typename EndRanges>
+void StreamedRead::EndAndWake(EndRanges&& end) {
+  std::function<void()> wake;
   {
     std::lock_guard lock(mu_);
-    if (i >= ended_.size() || ended_[i]) return;
-    EndLocked(i, st);
-  }
-  cv_.notify_all();
-}
-
-void StreamedRead::FailRest(const Status& st) {
-  {
-    std::lock_guard lock(mu_);
-    for (size_t i = 0; i < ended_.size(); ++i) {
-      if (!ended_[i]) EndLocked(i, st);
+    end();
+    if (wake_ && ReadyLocked(wake_for_)) {
+      wake = std::move(wake_);
+      wake_ = nullptr;
     }
   }
   cv_.notify_all();
+  if (wake) wake();  // outside the lock: it may post to another thread's event loop
 }
 
-size_t StreamedRead::WaitReady(size_t from) {
-  std::unique_lock lock(mu_);
-  auto ready = [&](size_t i) { return i < ended_.size() ? ended_[i] : open_ranges_ == 0; };
-  if (!cv_.wait_until(lock, give_up_, [&] { return ready(from); })) {
+void StreamedRead::Done(size_t i, const Status& st) {
+  EndAndWake([&] {
+    if (i < ended_.size() && !ended_[i]) EndLocked(i, st);
+  });
+}
+
+void StreamedRead::FailRest(const Status& st) {
+  EndAndWake([&] {
+    for (size_t i = 0; i < ended_.size(); ++i) {
+      if (!ended_[i]) EndLocked(i, st);
+    }
+  });
+}
+
+bool StreamedRead::ReadyLocked(size_t i) const {
+  return i < ended_.size() ? ended_[i] : open_ranges_ == 0;
+}
+
+size_t StreamedRead::CountReadyLocked(size_t from) {
+  if (!ReadyLocked(from) && Clock::now() >= give_up_) {
     const Status late(ErrorCode::FILE_READ_FAIL,
                       "the disk read did not end within its deadline (a hung disk?)");
     for (size_t i = 0; i < ended_.size(); ++i) {
@@ -68,8 +80,32 @@ size_t StreamedRead::WaitReady(size_t from) {
     }
   }
   size_t n = 0;
-  while (from + n < parts() && ready(from + n)) ++n;
+  while (from + n < parts() && ReadyLocked(from + n)) ++n;
   return n;
+}
+
+size_t StreamedRead::Ready(size_t from) {
+  std::lock_guard lock(mu_);
+  return CountReadyLocked(from);
+}
+
+size_t StreamedRead::WaitReady(size_t from) {
+  std::unique_lock lock(mu_);
+  cv_.wait_until(lock, give_up_, [&] { return ReadyLocked(from); });
+  return CountReadyLocked(from);
+}
+
+void StreamedRead::NotifyReady(size_t from, std::function<void()> wake) {
+  {
+    std::lock_guard lock(mu_);
+    if (!ReadyLocked(from)) {
+      wake_ = std::move(wake);
+      wake_for_ = from;
+      return;
+    }
+    wake_ = nullptr;
+  }
+  wake();
 }
 
 asio::const_buffer StreamedRead::Part(size_t i) const {

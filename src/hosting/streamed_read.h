@@ -9,10 +9,12 @@
 // carries each range's own code and the reader keeps the good ranges; without, the reader
 // discards the whole reply.
 //
-// Threading: Done is called by the reading thread, WaitReady/Part by the sending coroutine.
+// Threading: Done and FailRest are called by the reading thread; Ready, WaitReady,
+// NotifyReady and Part by the one consumer (the sending coroutine, or a local reader).
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -41,12 +43,22 @@ class StreamedRead : public rpc::PayloadSource {
 
   size_t parts() const override { return ops_.size() + 1; }
   uint64_t bytes() const override { return bytes_; }
+  // Past the deadline given at construction, every range not ended yet is reported failed
+  // (FILE_READ_FAIL: a hung disk) by the first of these to look.
+  size_t Ready(size_t from) override;
   size_t WaitReady(size_t from) override;
+  Deadline ReadyBy(size_t /*from*/) const override { return give_up_; }
+  void NotifyReady(size_t from, std::function<void()> wake) override;
   asio::const_buffer Part(size_t i) const override;
 
  private:
   void EndLocked(size_t i, const Status& st);  // REQUIRES: mu_ held, range i not ended
   void EncodeTrailerLocked();                  // REQUIRES: mu_ held, every range ended
+  bool ReadyLocked(size_t i) const;            // REQUIRES: mu_ held
+  size_t CountReadyLocked(size_t from);        // REQUIRES: mu_ held; fails late ranges
+  // Ends ranges and wakes the consumer when what it waits for is ready.
+  template <typename EndRanges>
+  void EndAndWake(EndRanges&& end);
 
   const std::shared_ptr<disk::AlignedBuffer> buffer_;
   const std::vector<disk::DiskTier::ReadOp> ops_;
@@ -61,6 +73,8 @@ class StreamedRead : public rpc::PayloadSource {
   transfer::ReadTrailer verdict_;  // guarded by mu_
   std::vector<ErrorCode> codes_;   // guarded by mu_; each range's, when range_codes_
   std::vector<uint8_t> trailer_;   // sized at construction, written when all ended
+  std::function<void()> wake_;     // guarded by mu_; NotifyReady's, until called
+  size_t wake_for_ = 0;            // guarded by mu_; the part wake_ waits for
 };
 
 }  // namespace kvpool::hosting

@@ -66,6 +66,36 @@ TEST(StreamedReadTest, ARangeNotEndedByTheDeadlineFailsTheRead) {
   EXPECT_EQ(TrailerOf(*r).code, ErrorCode::FILE_READ_FAIL);
 }
 
+// The data server's sending coroutine never blocks on a read: it looks (Ready), and while
+// nothing is ready it sleeps in its event loop until NotifyReady's wake or ReadyBy.
+TEST(StreamedReadTest, AWaitingSenderIsWokenOnceItsRangeLandsAndNotBefore) {
+  auto r = ThreeRanges(DeadlineAfter(std::chrono::seconds(10)));
+  EXPECT_EQ(r->Ready(0), 0u);
+  int woken = 0;
+  r->NotifyReady(0, [&] { ++woken; });
+  r->Done(1, Status::Ok());  // not the range it waits for
+  EXPECT_EQ(woken, 0);
+  r->Done(0, Status::Ok());
+  EXPECT_EQ(woken, 1);
+  EXPECT_EQ(r->Ready(0), 2u);
+  r->Done(2, Status::Ok());
+  EXPECT_EQ(woken, 1);                  // once
+  r->NotifyReady(2, [&] { ++woken; });  // already ready: at once
+  EXPECT_EQ(woken, 2);
+  EXPECT_EQ(r->Ready(2), 2u);  // range 2 and the trailer
+}
+
+TEST(StreamedReadTest, PastItsDeadlineALookFailsTheRangesStillOut) {
+  auto r = ThreeRanges(DeadlineAfter(std::chrono::milliseconds(20)));
+  r->Done(0, Status::Ok());
+  EXPECT_EQ(r->Ready(1), 0u);
+  EXPECT_EQ(r->ReadyBy(1), r->ReadyBy(0));
+  std::this_thread::sleep_until(r->ReadyBy(1));
+  EXPECT_EQ(r->Ready(1), 3u);
+  EXPECT_EQ(TrailerOf(*r).code, ErrorCode::FILE_READ_FAIL);
+  EXPECT_EQ(TrailerOf(*r).failed_range, 1u);
+}
+
 // With per-range codes the reader learns each range's own outcome: one bad range does not
 // make it discard the good ones.
 TEST(StreamedReadTest, PerRangeCodesNameEveryFailedRangeAndOnlyThose) {

@@ -2,6 +2,7 @@
 // ends (rpc/receive_low_water.h) and the server's zero-copy replies (rpc/zero_copy.h).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -23,17 +24,27 @@ std::string Pattern(size_t n, int seed) {
   return s;
 }
 
-// Streams `bytes` in 64 KiB parts, one every `pause`: a slow link.
+// Streams `bytes` in 64 KiB parts, part i ready (i + 1) x `pause` after the reply was made: a
+// slow link. It never calls NotifyReady's wake: its parts are ready exactly at ReadyBy.
 class TrickleSource : public PayloadSource {
  public:
   TrickleSource(std::string bytes, std::chrono::milliseconds pause)
       : bytes_(std::move(bytes)), pause_(pause) {}
   size_t parts() const override { return (bytes_.size() + kPart - 1) / kPart; }
   uint64_t bytes() const override { return bytes_.size(); }
-  size_t WaitReady(size_t /*from*/) override {
-    std::this_thread::sleep_for(pause_);
-    return 1;
+  size_t Ready(size_t from) override {
+    size_t n = 0;
+    while (from + n < parts() && ReadyBy(from + n) <= Clock::now()) ++n;
+    return n;
   }
+  size_t WaitReady(size_t from) override {
+    std::this_thread::sleep_until(ReadyBy(from));
+    return Ready(from);
+  }
+  Deadline ReadyBy(size_t from) const override {
+    return start_ + pause_ * static_cast<int64_t>(from + 1);
+  }
+  void NotifyReady(size_t /*from*/, std::function<void()> /*wake*/) override {}
   asio::const_buffer Part(size_t i) const override {
     const size_t at = i * kPart;
     return asio::buffer(bytes_.data() + at, std::min(kPart, bytes_.size() - at));
@@ -43,6 +54,7 @@ class TrickleSource : public PayloadSource {
   static constexpr size_t kPart = 64 * 1024;
   const std::string bytes_;
   const std::chrono::milliseconds pause_;
+  const Deadline start_ = Clock::now();
 };
 
 // The echo service, its READs zero-copy where the kernel can; method 99 streams the stored
@@ -61,8 +73,9 @@ class BigService : public EchoService {
 
 class LargePayloadTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    ServerOptions o;
+  void SetUp() override { Serve(ServerOptions()); }
+  void Serve(ServerOptions o) {
+    server_.reset();
     o.host = "127.0.0.1";
     o.limits.max_payload_bytes = 64 << 20;
     o.zero_copy_min_bytes = 64 * 1024;
@@ -113,6 +126,41 @@ TEST_F(LargePayloadTest, ASlowReplyBelowTheLowWaterMarkIsNotASilentPeer) {
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(in, out);
   EXPECT_GT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
+}
+
+// A data server pins each connection to one thread (ServerOptions::pin_connections): a reply
+// still waiting for its source must not hold that thread, or every other connection on it would
+// wait the whole stream out.
+TEST_F(LargePayloadTest, AStreamedReplyThatWaitsDoesNotHoldTheOtherConnectionsOfItsThread) {
+  ServerOptions o;
+  o.threads = 1;
+  o.pin_connections = true;
+  Serve(o);
+  auto slow = Connection::Connect(ep_, "slow", Soon());
+  auto quick = Connection::Connect(ep_, "quick", Soon());
+  ASSERT_TRUE(slow.ok() && quick.ok());
+  const std::string out = Pattern(1u << 20, 3);  // 16 parts, 25 ms apart: 400 ms
+  iovec o_iov{const_cast<char*>(out.data()), out.size()};
+  Empty resp;
+  ASSERT_TRUE((*quick)->Call(WRITE, Empty(), &resp, {&o_iov, 1}, {}, Soon()).ok());
+  std::atomic<bool> slow_done{false};
+  std::string in(out.size(), '\0');
+  std::thread streamer([&] {
+    iovec i{in.data(), in.size()};
+    Empty r;
+    EXPECT_TRUE((*slow)->Call(static_cast<Method>(99), Empty(), &r, {}, {&i, 1}, Soon()).ok());
+    slow_done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));  // the stream is under way
+  for (int k = 0; k < 5; ++k) {
+    std::string echo(out.size(), '\0');
+    iovec e{echo.data(), echo.size()};
+    ASSERT_TRUE((*quick)->Call(READ, Empty(), &resp, {}, {&e, 1}, Soon()).ok());
+    EXPECT_EQ(echo, out);
+  }
+  EXPECT_FALSE(slow_done.load()) << "the other connection waited for the stream to end";
+  streamer.join();
+  EXPECT_EQ(in, out);
 }
 
 }  // namespace

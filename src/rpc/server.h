@@ -36,6 +36,7 @@
 #include <asio.hpp>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -130,16 +131,30 @@ class PayloadReader {
 // later cannot change the reply's status, so the source must say it inside its own bytes (a
 // status trailer, transfer/read_trailer.h).
 //
-// Threading: WaitReady and Part are called by the one coroutine sending the reply; the producer
+// The server never blocks its thread on a source: with pinned connections (ServerOptions) every
+// other connection of that thread would wait too. It asks Ready, and while nothing is ready it
+// sleeps in the event loop until NotifyReady's call or ReadyBy, whichever comes first.
+//
+// Threading: Ready, WaitReady, NotifyReady, ReadyBy and Part are called by the one consumer of
+// the reply (the sending coroutine, or a reader in the producer's own process); the producer
 // works on threads of its own.
 class PayloadSource {
  public:
   virtual ~PayloadSource() = default;
   virtual size_t parts() const = 0;
   virtual uint64_t bytes() const = 0;  // the sum of every part's size
-  // Blocks until part `from` (< parts()) is ready, then returns how many consecutive parts
-  // from it are ready (>= 1). Must return within the producer's own deadline.
+  // How many consecutive parts from `from` (< parts()) are ready now; 0: none yet. Never
+  // blocks. From ReadyBy(from) on it returns >= 1 (a producer that gave up says so in its
+  // bytes).
+  virtual size_t Ready(size_t from) = 0;
+  // Blocks until part `from` is ready (at the latest ReadyBy(from)), then returns Ready(from).
   virtual size_t WaitReady(size_t from) = 0;
+  // When part `from` is ready by then.
+  virtual Deadline ReadyBy(size_t from) const = 0;
+  // Calls `wake` once, from any thread, when part `from` becomes ready before ReadyBy(from); at
+  // once (on the caller's thread) when it already is. A source whose parts become ready only at
+  // ReadyBy may never call it. A later call replaces an earlier one not yet made.
+  virtual void NotifyReady(size_t from, std::function<void()> wake) = 0;
   // A ready part's bytes, valid while the source lives.
   virtual asio::const_buffer Part(size_t i) const = 0;
 };

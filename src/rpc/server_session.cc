@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <asio/experimental/awaitable_operators.hpp>
+#include <asio/experimental/concurrent_channel.hpp>
 #include <span>
 
 #include "common/tenant_key.h"
@@ -45,6 +47,23 @@ asio::awaitable<bool> StartsWithFrameMagic(asio::ip::tcp::socket& socket) {
   uint32_t magic = static_cast<uint32_t>(first[0]) | static_cast<uint32_t>(first[1]) << 8 |
                    static_cast<uint32_t>(first[2]) << 16 | static_cast<uint32_t>(first[3]) << 24;
   co_return !peek_ec && n == sizeof(first) && magic == kMagic;
+}
+
+// Parts of `source` ready from `from` on (>= 1), awaited in the event loop: the thread serves
+// its other connections meanwhile.
+asio::awaitable<size_t> AwaitParts(PayloadSource& source, size_t from) {
+  using asio::experimental::awaitable_operators::operator||;
+  for (;;) {
+    if (const size_t n = source.Ready(from); n > 0) co_return n;
+    const asio::any_io_executor ex = co_await asio::this_coro::executor;
+    // The producer's thread only posts into the channel; the wait itself stays on this thread.
+    auto woken =
+        std::make_shared<asio::experimental::concurrent_channel<void(asio::error_code, bool)>>(ex,
+                                                                                               1);
+    source.NotifyReady(from, [woken] { woken->try_send(asio::error_code{}, true); });
+    asio::steady_timer by(ex, source.ReadyBy(from));
+    co_await (woken->async_receive(kUseTuple) || by.async_wait(kUseTuple));
+  }
 }
 
 }  // namespace
@@ -149,7 +168,7 @@ asio::awaitable<bool> Server::SendReply(ServerStream& stream, const FrameHeader&
   size_t i = 0;
   do {
     if (i < source.parts()) {
-      const size_t ready = source.WaitReady(i);
+      const size_t ready = co_await AwaitParts(source, i);
       for (size_t k = 0; k < ready; ++k) out.push_back(source.Part(i + k));
       i += ready;
     }
