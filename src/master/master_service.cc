@@ -13,6 +13,10 @@
 namespace kvpool::master {
 namespace {
 
+// How long a master thread polls for the PUT_END that follows a PUT_START (Reply::
+// next_request_within): a small put's write, with room for a busy client.
+constexpr std::chrono::microseconds kPutEndExpectedWithin{300};
+
 template <typename M>
 bool Parse(std::string_view meta, M* msg) {
   return msg->ParseFromArray(meta.data(), static_cast<int>(meta.size()));
@@ -288,7 +292,14 @@ asio::awaitable<rpc::Reply> MasterService::Answer(const rpc::FrameHeader& header
   // Only segment hosts (privileged) long-poll their journals.
   if (header.base_method() == rpc::PING && caller.privileged) co_await AwaitJournal(meta);
   if (header.base_method() == rpc::PUT_END) co_return co_await AnswerPutEnd(meta, caller);
-  co_return Dispatch(header.base_method(), meta, caller);
+  rpc::Reply reply = Dispatch(header.base_method(), meta, caller);
+  // The writer's PUT_END follows once its bytes are in: a small put's write takes ~40 us, and
+  // a master thread asleep by then costs the put 30-80 us more to wake (docs/benchmarks.md,
+  // round 22). Larger writes pay that wake-up over more bytes.
+  if (header.base_method() == rpc::PUT_START && reply.code == ErrorCode::OK) {
+    reply.next_request_within = kPutEndExpectedWithin;
+  }
+  co_return reply;
 }
 
 asio::awaitable<rpc::Reply> MasterService::AnswerPutEnd(std::string_view meta, Caller caller) {

@@ -94,21 +94,29 @@ std::vector<std::unique_ptr<asio::io_context>> MakeContexts(const ServerOptions&
 
 // io.run(), except that after each handler the thread polls for `spin` before it sleeps
 // (ServerOptions::idle_spin).
-void RunPolling(asio::io_context& io, std::chrono::microseconds spin) {
+// `until` (steady-clock ns, may be null): a reply's next_request_within extends the poll.
+void RunPolling(asio::io_context& io, std::chrono::microseconds spin,
+                const std::atomic<int64_t>* until) {
   if (spin.count() <= 0) {
     io.run();
     return;
   }
+  auto poll = [&] {
+    io.poll();
+    return io.stopped();
+  };
   while (!io.stopped()) {
     if (io.run_one() == 0) return;  // slept until a handler ran (or the context stopped)
     // The next requests may be microseconds away: serve what arrives for `spin` after the
     // wake-up (common/spin_wait.h), then sleep in run_one again. The budget does not restart
     // with each handler: under load that kept the threads polling, and the main job's nodes
     // and engines lost the CPU to it (docs/benchmarks.md, round 15).
-    SpinUntil(spin, [&] {
-      io.poll();
-      return io.stopped();
-    });
+    if (SpinUntil(spin, poll)) return;
+    // A request announced by an earlier reply (a PUT_END) is polled for until it is due.
+    while (until != nullptr && Clock::now().time_since_epoch().count() < until->load()) {
+      sched_yield();
+      if (poll()) return;
+    }
   }
 }
 
@@ -118,6 +126,7 @@ Server::Server(ServerOptions options, Service* service)
     : options_(std::move(options)),
       service_(service),
       ios_(MakeContexts(options_)),
+      poll_until_(std::make_unique<std::atomic<int64_t>[]>(ios_.size())),
       acceptor_(*ios_.front()) {}
 
 Server::~Server() { Stop(); }
@@ -205,10 +214,12 @@ Status Server::Start() {
   const int n = std::max(1, options_.threads);
   for (int i = 0; i < n; ++i) {
     asio::io_context* io = ios_[static_cast<size_t>(i) % ios_.size()].get();
-    threads_.emplace_back([io, spin = options_.idle_spin] {
+    const std::atomic<int64_t>* until =
+        options_.pin_connections ? &poll_until_[static_cast<size_t>(i) % ios_.size()] : nullptr;
+    threads_.emplace_back([io, spin = options_.idle_spin, until] {
       // A pinned context must not return while it waits for its first connection.
       auto work = asio::make_work_guard(*io);
-      RunPolling(*io, spin);
+      RunPolling(*io, spin, until);
     });
   }
   return Status::Ok();
@@ -223,6 +234,22 @@ void Server::Stop() {
   for (auto& io : ios_) io->stop();
   for (auto& t : threads_) t.join();
   threads_.clear();
+}
+
+asio::awaitable<void> Server::PollFor(std::chrono::microseconds within) {
+  if (!options_.pin_connections || options_.idle_spin.count() <= 0) co_return;
+  const asio::any_io_executor ex = co_await asio::this_coro::executor;
+  const auto* own = ex.target<asio::io_context::executor_type>();
+  if (own == nullptr) co_return;
+  within = std::min(within, std::chrono::microseconds(kMaxSpinMicros));
+  const int64_t until = (Clock::now() + within).time_since_epoch().count();
+  for (size_t i = 0; i < ios_.size(); ++i) {
+    if (&own->context() != ios_[i].get()) continue;
+    // Only the context's own thread writes it: the later of two announcements wins.
+    if (poll_until_[i].load(std::memory_order_relaxed) < until) {
+      poll_until_[i].store(until, std::memory_order_relaxed);
+    }
+  }
 }
 
 size_t Server::connections() const {

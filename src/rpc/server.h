@@ -173,6 +173,11 @@ struct Reply {
   // `payload` points into memory that stays unchanged until the peer has read it (a segment's
   // object under the reader's lease), so it may go out zero-copy (ServerOptions).
   bool payload_stable = false;
+  // The peer's next request on this connection is expected within this long (a PUT_END after
+  // the writes PUT_START placed): with pinned connections and a nonzero idle_spin, the serving
+  // thread keeps polling that long before it sleeps (capped at kMaxSpinMicros), so the request
+  // does not pay for waking a halted vCPU. Zero: idle_spin alone.
+  std::chrono::microseconds next_request_within{0};
 
   static Reply Of(const google::protobuf::MessageLite& msg);
   static Reply Error(const Status& st);
@@ -288,6 +293,8 @@ class Server {
                                   const std::string& proof_key);
   asio::awaitable<bool> SendReply(ServerStream& stream, const FrameHeader& request,
                                   const Reply& reply);
+  // Keeps the thread serving this coroutine's context polling for `within` (pinned only).
+  asio::awaitable<void> PollFor(std::chrono::microseconds within);
 
   ServerOptions options_;
   std::unique_ptr<asio::ssl::context> tls_;  // set by Start when security.tls_server()
@@ -299,6 +306,8 @@ class Server {
   // One io_context (shared by every thread), or one per thread with pin_connections.
   std::vector<std::unique_ptr<asio::io_context>> ios_;
   size_t next_io_ = 0;  // the context the next accepted connection is served by
+  // Per pinned context: polled until (steady-clock ns), set by Reply::next_request_within.
+  std::unique_ptr<std::atomic<int64_t>[]> poll_until_;
   asio::ip::tcp::acceptor acceptor_;
   std::vector<std::thread> threads_;
   std::atomic<bool> stopped_{false};

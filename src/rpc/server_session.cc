@@ -434,6 +434,7 @@ asio::awaitable<void> Server::Serve(ServerStream& stream, ConnectionContext& con
       co_return;
     }
     if (!co_await SendReply(stream, *h, reply)) co_return;
+    if (reply.next_request_within.count() > 0) co_await PollFor(reply.next_request_within);
   }
 }
 
