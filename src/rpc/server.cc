@@ -94,9 +94,9 @@ std::vector<std::unique_ptr<asio::io_context>> MakeContexts(const ServerOptions&
 
 // io.run(), except that after each handler the thread polls for `spin` before it sleeps
 // (ServerOptions::idle_spin).
-// `until` (steady-clock ns, may be null): a reply's next_request_within extends the poll.
+// `announced` (may be null): a reply's next_request_within extends the poll to then.
 void RunPolling(asio::io_context& io, std::chrono::microseconds spin,
-                const std::atomic<int64_t>* until) {
+                const std::atomic<Deadline>* announced) {
   if (spin.count() <= 0) {
     io.run();
     return;
@@ -112,10 +112,11 @@ void RunPolling(asio::io_context& io, std::chrono::microseconds spin,
     // with each handler: under load that kept the threads polling, and the main job's nodes
     // and engines lost the CPU to it (docs/benchmarks.md, round 15).
     if (SpinUntil(spin, poll)) return;
-    // A request announced by an earlier reply (a PUT_END) is polled for until it is due.
-    while (until != nullptr && Clock::now().time_since_epoch().count() < until->load()) {
-      sched_yield();
-      if (poll()) return;
+    // A request announced by a reply (a PUT_END) is polled for until it is due; the handlers
+    // run meanwhile may announce later ones.
+    while (announced != nullptr && Clock::now() < announced->load(std::memory_order_relaxed)) {
+      const auto left = announced->load(std::memory_order_relaxed) - Clock::now();
+      if (SpinUntil(std::chrono::ceil<std::chrono::microseconds>(left), poll)) return;
     }
   }
 }
@@ -126,7 +127,7 @@ Server::Server(ServerOptions options, Service* service)
     : options_(std::move(options)),
       service_(service),
       ios_(MakeContexts(options_)),
-      poll_until_(std::make_unique<std::atomic<int64_t>[]>(ios_.size())),
+      poll_until_(std::make_unique<std::atomic<Deadline>[]>(ios_.size())),
       acceptor_(*ios_.front()) {}
 
 Server::~Server() { Stop(); }
@@ -214,12 +215,12 @@ Status Server::Start() {
   const int n = std::max(1, options_.threads);
   for (int i = 0; i < n; ++i) {
     asio::io_context* io = ios_[static_cast<size_t>(i) % ios_.size()].get();
-    const std::atomic<int64_t>* until =
+    const std::atomic<Deadline>* announced =
         options_.pin_connections ? &poll_until_[static_cast<size_t>(i) % ios_.size()] : nullptr;
-    threads_.emplace_back([io, spin = options_.idle_spin, until] {
+    threads_.emplace_back([io, spin = options_.idle_spin, announced] {
       // A pinned context must not return while it waits for its first connection.
       auto work = asio::make_work_guard(*io);
-      RunPolling(*io, spin, until);
+      RunPolling(*io, spin, announced);
     });
   }
   return Status::Ok();
@@ -242,7 +243,7 @@ asio::awaitable<void> Server::PollFor(std::chrono::microseconds within) {
   const auto* own = ex.target<asio::io_context::executor_type>();
   if (own == nullptr) co_return;
   within = std::min(within, std::chrono::microseconds(kMaxSpinMicros));
-  const int64_t until = (Clock::now() + within).time_since_epoch().count();
+  const Deadline until = Clock::now() + within;
   for (size_t i = 0; i < ios_.size(); ++i) {
     if (&own->context() != ios_[i].get()) continue;
     // Only the context's own thread writes it: the later of two announcements wins.

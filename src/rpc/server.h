@@ -306,8 +306,9 @@ class Server {
   // One io_context (shared by every thread), or one per thread with pin_connections.
   std::vector<std::unique_ptr<asio::io_context>> ios_;
   size_t next_io_ = 0;  // the context the next accepted connection is served by
-  // Per pinned context: polled until (steady-clock ns), set by Reply::next_request_within.
-  std::unique_ptr<std::atomic<int64_t>[]> poll_until_;
+  // Per pinned context: its thread polls until then (Reply::next_request_within). Written by
+  // that thread only.
+  std::unique_ptr<std::atomic<Deadline>[]> poll_until_;
   asio::ip::tcp::acceptor acceptor_;
   std::vector<std::thread> threads_;
   std::atomic<bool> stopped_{false};

@@ -326,14 +326,21 @@ TEST_F(ServerTest, BusyConnectionOutlivesItsTimeoutsAndAStallAfterIsClosed) {
   ::close(fd);
 }
 
-// With a thread per connection (ServerOptions::pin_connections, the master's setting) requests
-// round-trip on many connections at once, and the deadlines still close a stalled one.
-TEST(PinnedServerTest, ConnectionsSpreadOverThreadsServeAndTimeOut) {
-  EchoService service;
+// A loopback server with a thread per connection (ServerOptions::pin_connections, the master's
+// and the data servers' setting).
+ServerOptions PinnedOptions(int threads) {
   ServerOptions o;
   o.host = "127.0.0.1";
-  o.threads = 3;
+  o.threads = threads;
   o.pin_connections = true;
+  return o;
+}
+
+// Pinned, requests round-trip on many connections at once, and the deadlines still close a
+// stalled one.
+TEST(PinnedServerTest, ConnectionsSpreadOverThreadsServeAndTimeOut) {
+  EchoService service;
+  ServerOptions o = PinnedOptions(3);
   o.frame_timeout = std::chrono::milliseconds(300);
   Server server(o, &service);
   ASSERT_TRUE(server.Start().ok());
@@ -375,10 +382,7 @@ class AnnouncingService : public EchoService {
 
 TEST(PinnedServerTest, AnAnnouncedRequestIsPolledForAndStopStillEndsThePoll) {
   AnnouncingService service;
-  ServerOptions o;
-  o.host = "127.0.0.1";
-  o.threads = 1;
-  o.pin_connections = true;
+  ServerOptions o = PinnedOptions(1);
   o.idle_spin = std::chrono::microseconds(50);
   auto server = std::make_unique<Server>(o, &service);
   ASSERT_TRUE(server->Start().ok());
