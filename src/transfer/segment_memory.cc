@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "common/first_touch.h"
 #include "common/random_id.h"
 #include "common/units.h"
 
@@ -93,27 +94,36 @@ void SegmentMemory::PrefaultChunks(bool background) {
     const uint64_t n = std::min(kChunk, mapped_ - off);
     if (::madvise(base_ + off, n, MADV_POPULATE_WRITE) != 0) {
       // EINVAL before Linux 5.14, ENOMEM when the system is out of memory: pages then fault
-      // in on first write as without a prefault.
+      // in on first write as without a prefault. Before Map returns, the writes below fault
+      // them in instead, as MAP_POPULATE would.
       const int err = errno;
-      if (err == EINVAL && !background) {
-        // No writer can see this memory before Map returns: write its pages (zeros, as they
-        // read) as MAP_POPULATE would.
-        const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-        for (uint64_t p = 0; p < n; p += page) {
-          *reinterpret_cast<volatile uint8_t*>(base_ + off + p) = 0;
+      if (err != EINVAL || background) {
+        // The first to fail says so; the others stop at their next chunk.
+        if (next_chunk_.exchange(mapped_, std::memory_order_relaxed) < mapped_) {
+          spdlog::info("segment prefault stopped at {} of {}: {}", FormatSize(off),
+                       FormatSize(mapped_), strerror(err));
         }
-        prefaulted_.fetch_add(n, std::memory_order_relaxed);
-        continue;
+        return;
       }
-      // The first to fail says so; the others stop at their next chunk.
-      if (next_chunk_.exchange(mapped_, std::memory_order_relaxed) < mapped_) {
-        spdlog::info("segment prefault stopped at {} of {}: {}", FormatSize(off),
-                     FormatSize(mapped_), strerror(err));
-      }
-      return;
+    }
+    // The populate need not have the host back the pages, nor make them cheap to touch
+    // (common/first_touch.h): on the VM of docs/benchmarks.md (round 23) the kernel's first
+    // write of a page and user mode's each cost a hypervisor fault, 0.7 GB/s against 15 GB/s
+    // after. A node's puts land by recv and its gets leave by send (the kernel's touches); a
+    // standalone client's pages are copied in and out by the node (user mode's). Both are paid
+    // here instead of by the first puts. They write zeros, so only while no writer can see the
+    // memory; a background prefault leaves them to the writers.
+    if (!background) {
+      (void)ZeroByKernel(base_ + off, n);
+      TouchPages(off, n);
     }
     prefaulted_.fetch_add(n, std::memory_order_relaxed);
   }
+}
+
+void SegmentMemory::TouchPages(uint64_t off, uint64_t n) {
+  const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  for (uint64_t p = 0; p < n; p += page) *reinterpret_cast<volatile uint8_t*>(base_ + off + p) = 0;
 }
 
 SegmentMemory::~SegmentMemory() {

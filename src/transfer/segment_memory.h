@@ -16,12 +16,14 @@ namespace kvpool::transfer {
 struct SegmentMemoryOptions {
   bool huge_pages = false;  // MAP_HUGETLB (needs reserved pages: /proc/sys/vm/nr_hugepages)
   // Fault every page in before Map returns, on up to one thread per CPU (at most 8; nothing else
-  // runs on the segment yet), with madvise(MADV_POPULATE_WRITE) in 256 KiB chunks, or by writing
-  // each page where the kernel lacks it (before 5.14). The first writes then run at the speed of
-  // memory written before: on a VM, backing fresh memory is the host's work and runs at under
-  // 1 GB/s per vCPU, 4-5x slower than a copy into backed memory (docs/benchmarks.md, issue 29).
-  // Costs start-up time: 0.4 s per GB on 2 vCPUs of such a VM, 2-9 s where the host never backed
-  // the memory before.
+  // runs on the segment yet), in 256 KiB chunks: madvise(MADV_POPULATE_WRITE) (skipped before
+  // Linux 5.14), then a kernel write of each chunk (a read of /dev/zero) and a user-mode store
+  // per page. A node's puts (recv; a standalone client's copy) then run at the speed of memory
+  // written before: on a VM, backing fresh memory is the host's work, and a hypervisor that
+  // shadows page tables (PVM) charges a fault for a page's first kernel access and again for
+  // its first user access, whatever the populate did (common/first_touch.h; 0.7 GB/s against
+  // 15 GB/s after: docs/benchmarks.md, round 23). Costs start-up time: 2-3 s per GB on 2 vCPUs
+  // of that VM; one clear of the memory elsewhere.
   bool prefault = false;
   // madvise(MADV_HUGEPAGE) (with the kernel's THP "madvise" policy). Off by default: measured on
   // a 2-core VM (docs/benchmarks.md), first touch of THP memory ran at 0.25 GB/s against 1.9
@@ -65,6 +67,9 @@ class SegmentMemory {
   // at the lowest priority, and an unsupported madvise ends the prefault (the pages then fault
   // in on first write); else (no writer exists yet) such a chunk is populated by writing it.
   void PrefaultChunks(bool background);
+  // Stores a zero into each page of [off, off + n) from user mode (common/first_touch.h). Only
+  // where no writer can see the memory yet.
+  void TouchPages(uint64_t off, uint64_t n);
   // `prefault`: PrefaultChunks on `threads` threads (the caller's among them), joined.
   void PrefaultBeforeReturn(unsigned threads);
 

@@ -196,7 +196,10 @@ TEST(SegmentMemoryTest, PrefaultBeforeReturnFaultsEveryPageIn) {
   ASSERT_TRUE(m.ok());
   SegmentMemory& mem = **m;
   EXPECT_GE(mem.prefaulted_bytes(), mem.size());
-  for (uint64_t off = 0; off < mem.size(); off += 4096) ASSERT_EQ(mem.base()[off], 0);
+  for (uint64_t off = 0; off < mem.size(); off += 4096) {
+    ASSERT_EQ(mem.base()[off], 0);
+    ASSERT_EQ(mem.base()[off + 4095], 0);
+  }
   mem.base()[mem.size() - 1] = 0x5a;
   EXPECT_EQ(mem.base()[mem.size() - 1], 0x5a);
 }
