@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/first_touch.h"
 #include "kvpool/host_allocator.h"
 #include "tools/bench/payload.h"
 #include "tools/bench/stats.h"
@@ -236,6 +237,9 @@ Status RegisteredPages::Register() {
     return Status(ErrorCode::NO_AVAILABLE_HANDLE,
                   fmt::format("cannot allocate {} bytes of client buffers", bytes));
   }
+  // An engine's registered buffers live as long as it does: the kernel's first touches of them
+  // (sends read them, receives write them; common/first_touch.h) are no row's to pay.
+  (void)ZeroByKernel(base_, bytes);
   Poison();
   KVPOOL_RETURN_IF_ERROR(client_->RegisterBuffer(base_, page_bytes_ * pages_));
   registered_ = true;

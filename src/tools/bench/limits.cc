@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 
+#include "common/first_touch.h"
 #include "common/units.h"
 #include "tools/bench/stats.h"
 
@@ -30,12 +31,15 @@ bool HasMode(const BenchOptions& o, Mode m) {
   return std::find(o.mode_list.begin(), o.mode_list.end(), m) != o.mode_list.end();
 }
 
-// Page-aligned, zero-touched memory of `bytes` (a multiple of 8).
+// Page-aligned memory of `bytes` (a multiple of 8), touched by the kernel and by user mode
+// (common/first_touch.h): a limit is the copy's or the wire's, not fresh memory's.
 struct Region {
   explicit Region(uint64_t bytes)
       : data(static_cast<uint8_t*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096))),
         size(bytes) {
-    if (data != nullptr) std::memset(data.get(), 0x5a, size);
+    if (data == nullptr) return;
+    (void)ZeroByKernel(data.get(), size);
+    std::memset(data.get(), 0x5a, size);
   }
   struct Free {
     void operator()(uint8_t* p) const { std::free(p); }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/child_process.h"
+#include "common/first_touch.h"
 #include "tools/bench/limits.h"
 #include "tools/bench/payload.h"
 #include "tools/bench/pool_launcher.h"
@@ -249,6 +250,9 @@ int RunTcpPeer(const TcpPeerOptions& options) {
     for (size_t i = 0; i < errors.size(); ++i) {
       senders.emplace_back([&, i] {
         std::vector<uint64_t> source(pages * words);
+        // The kernel reads the source on every send: its first touches are paid here, as an
+        // engine's long-lived buffers have paid theirs (common/first_touch.h).
+        (void)ZeroByKernel(source.data(), source.size() * sizeof(uint64_t));
         for (uint64_t p = 0; p < pages; ++p) {
           PagePattern(options.page_bytes, 1).Fill(&source[p * words], p);
         }
