@@ -237,19 +237,18 @@ void Server::Stop() {
   threads_.clear();
 }
 
-asio::awaitable<void> Server::PollFor(std::chrono::microseconds within) {
-  if (!options_.pin_connections || options_.idle_spin.count() <= 0) co_return;
-  const asio::any_io_executor ex = co_await asio::this_coro::executor;
+void Server::PollFor(const asio::any_io_executor& ex, std::chrono::microseconds within) {
+  if (!options_.pin_connections || options_.idle_spin.count() <= 0) return;
   const auto* own = ex.target<asio::io_context::executor_type>();
-  if (own == nullptr) co_return;
-  within = std::min(within, std::chrono::microseconds(kMaxSpinMicros));
-  const Deadline until = Clock::now() + within;
+  if (own == nullptr) return;
+  const Deadline until = Clock::now() + std::min(within, std::chrono::microseconds(kMaxSpinMicros));
   for (size_t i = 0; i < ios_.size(); ++i) {
     if (&own->context() != ios_[i].get()) continue;
     // Only the context's own thread writes it: the later of two announcements wins.
     if (poll_until_[i].load(std::memory_order_relaxed) < until) {
       poll_until_[i].store(until, std::memory_order_relaxed);
     }
+    return;
   }
 }
 

@@ -293,8 +293,9 @@ class Server {
                                   const std::string& proof_key);
   asio::awaitable<bool> SendReply(ServerStream& stream, const FrameHeader& request,
                                   const Reply& reply);
-  // Keeps the thread serving this coroutine's context polling for `within` (pinned only).
-  asio::awaitable<void> PollFor(std::chrono::microseconds within);
+  // Keeps the thread that runs `ex` (a connection's pinned context) polling for `within`,
+  // capped at kMaxSpinMicros. No-op without pin_connections or idle_spin. Call on that thread.
+  void PollFor(const asio::any_io_executor& ex, std::chrono::microseconds within);
 
   ServerOptions options_;
   std::unique_ptr<asio::ssl::context> tls_;  // set by Start when security.tls_server()
