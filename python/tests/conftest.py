@@ -12,6 +12,7 @@ import contextlib
 import shutil
 import os
 import pathlib
+import random
 import socket
 import subprocess
 import sys
@@ -39,10 +40,35 @@ def kvpool_binary() -> str:
     return str(build / "src" / "tools" / "kvpool")
 
 
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+_handed_out: set = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free a moment ago on 127.0.0.1, below the kernel's ephemeral range where it can:
+    a port the kernel hands out for bind(0) is also what it hands the next outgoing connection,
+    and one taken that way between this call and the server's bind made a master fail with
+    "Address already in use" (as kvpool::FreeLoopbackPort in C++)."""
+    low = _ephemeral_low()
+    candidates = [random.randrange(10000, low) for _ in range(200)] if low > 11000 else []
+    for port in candidates + [0] * 100:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            got = s.getsockname()[1]
+        if got not in _handed_out:
+            _handed_out.add(got)
+            return got
+    raise RuntimeError("no free port on 127.0.0.1")
 
 
 def wait_for_port(port: int, timeout: float = 20.0) -> bool:
