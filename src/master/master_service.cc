@@ -14,7 +14,8 @@ namespace kvpool::master {
 namespace {
 
 // How long a master thread polls for the PUT_END that follows a PUT_START (Reply::
-// next_request_within): a small put's write, with room for a busy client.
+// next_request_within): a small put's write (~40 us), with room for a busy client. A thread
+// asleep by then costs the put 30-80 us more to wake (docs/benchmarks.md, round 22).
 constexpr std::chrono::microseconds kPutEndExpectedWithin{300};
 
 template <typename M>
@@ -158,6 +159,26 @@ std::string PeerHost(Caller caller) {
   return ep.ok() ? ep->host : std::string(caller.network_peer);
 }
 
+// How long moving `bytes` takes a client whose recent transfers took `ns_per_kib` (0: unknown).
+std::chrono::microseconds TransferTime(uint64_t bytes, uint32_t ns_per_kib) {
+  return std::chrono::microseconds(bytes / 1024 * ns_per_kib / 1000);
+}
+
+// Hints on when the client's next request follows this reply (rpc::Reply), from what it is to
+// move first and its pace (0: unknown). After PUT_START the PUT_END is polled for, and after
+// GET_REPLICA_LIST the idle poll runs as after any request, unless the transfer outlasts
+// kPutEndExpectedWithin: that request would find the thread asleep anyway, and on a machine with
+// few CPUs the poll takes one the transfer needs (docs/benchmarks.md, round 24).
+void HintNextRequest(uint16_t method, uint64_t bytes, uint32_t ns_per_kib, rpc::Reply& reply) {
+  if (reply.code != ErrorCode::OK) return;
+  const auto transfer = TransferTime(bytes, ns_per_kib);
+  if (transfer > kPutEndExpectedWithin) {
+    reply.next_request_after = transfer;
+  } else if (method == rpc::PUT_START) {
+    reply.next_request_within = kPutEndExpectedWithin;
+  }
+}
+
 }  // namespace
 
 rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Caller caller,
@@ -192,13 +213,21 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
     case rpc::DRAIN_SEGMENT:
       return Serve<rpc::DrainSegment>("drain segment", meta, mc,
                                       [&](const auto& r) { return c.DrainSegment(r, now); });
-    case rpc::PUT_START:
-      return ServeKeys<rpc::PutStart>("put start", meta, mc, caller, [&](const auto& r) {
-        ReleasePiggybacked(c, r, now);
-        auto reply = c.PutStart(r, now);
-        if (reply.ok() && !caller.privileged) grants_.Attach(*reply, rpc::UnixMillisNow());
-        return reply;
-      });
+    case rpc::PUT_START: {
+      uint64_t bytes = 0;
+      uint32_t pace = 0;
+      rpc::Reply reply =
+          ServeKeys<rpc::PutStart>("put start", meta, mc, caller, [&](const auto& r) {
+            ReleasePiggybacked(c, r, now);
+            for (const rpc::PutItem& item : r.items()) bytes += item.size();
+            pace = r.write_pace_ns_per_kib();
+            auto started = c.PutStart(r, now);
+            if (started.ok() && !caller.privileged) grants_.Attach(*started, rpc::UnixMillisNow());
+            return started;
+          });
+      HintNextRequest(method, bytes, pace, reply);
+      return reply;
+    }
     case rpc::PUT_END:
       return ServeKeys<rpc::PutEnd>("put end", meta, mc, caller, [&](const auto& r) {
         if (caller.privileged) {
@@ -216,13 +245,23 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
         stripped.clear_recorded_by_host();
         return c.PutEnd(stripped, now, marks);
       });
-    case rpc::GET_REPLICA_LIST:
-      return ServeKeys<rpc::KeysRequest>("get replica list", meta, mc, caller, [&](const auto& r) {
-        ReleasePiggybacked(c, r, now);
-        rpc::GetReplicaListReply reply = c.GetReplicaList(r, now);
-        if (!caller.privileged && !r.no_lease()) grants_.Attach(reply, rpc::UnixMillisNow());
-        return reply;
-      });
+    case rpc::GET_REPLICA_LIST: {
+      uint64_t bytes = 0;
+      uint32_t pace = 0;
+      rpc::Reply reply =
+          ServeKeys<rpc::KeysRequest>("get replica list", meta, mc, caller, [&](const auto& r) {
+            ReleasePiggybacked(c, r, now);
+            rpc::GetReplicaListReply located = c.GetReplicaList(r, now);
+            if (!caller.privileged && !r.no_lease()) grants_.Attach(located, rpc::UnixMillisNow());
+            for (const rpc::ObjectLocation& o : located.objects()) {
+              if (o.code() == 0) bytes += o.size();
+            }
+            pace = r.read_pace_ns_per_kib();
+            return located;
+          });
+      HintNextRequest(method, bytes, pace, reply);
+      return reply;
+    }
     case rpc::EXISTS:
       return ServeExists(meta, mc, caller, c, now);
     case rpc::EXISTS_PREFIX:
@@ -292,14 +331,7 @@ asio::awaitable<rpc::Reply> MasterService::Answer(const rpc::FrameHeader& header
   // Only segment hosts (privileged) long-poll their journals.
   if (header.base_method() == rpc::PING && caller.privileged) co_await AwaitJournal(meta);
   if (header.base_method() == rpc::PUT_END) co_return co_await AnswerPutEnd(meta, caller);
-  rpc::Reply reply = Dispatch(header.base_method(), meta, caller);
-  // The writer's PUT_END follows once its bytes are in: a small put's write takes ~40 us, and
-  // a master thread asleep by then costs the put 30-80 us more to wake (docs/benchmarks.md,
-  // round 22). Larger writes pay that wake-up over more bytes.
-  if (header.base_method() == rpc::PUT_START && reply.code == ErrorCode::OK) {
-    reply.next_request_within = kPutEndExpectedWithin;
-  }
-  co_return reply;
+  co_return Dispatch(header.base_method(), meta, caller);
 }
 
 asio::awaitable<rpc::Reply> MasterService::AnswerPutEnd(std::string_view meta, Caller caller) {

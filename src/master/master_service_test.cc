@@ -411,6 +411,59 @@ TEST(MasterServiceDispatchTest, CountsRequestsKeysOutcomesAndErrors) {
             std::string::npos);
 }
 
+// The hints a reply gives on the client's next request (rpc::Reply): after PUT_START, the
+// PUT_END is polled for unless the client's write pace says the write outlasts the poll; after
+// GET_REPLICA_LIST, no poll when the reads of the located bytes outlast it.
+TEST(MasterServiceDispatchTest, HintsWhenTheNextRequestFollowsFromTheClientsPace) {
+  MasterOptions o = TestOptions();
+  MasterCore core(o);
+  MasterService service(&core);
+  ASSERT_EQ(
+      service.Dispatch(rpc::MOUNT_SEGMENT, testing::TestSegmentMount().SerializeAsString()).code,
+      ErrorCode::OK);
+  auto put_start = [&](const char* key, uint32_t pace) {
+    rpc::PutStart ps;
+    ps.set_client_id("c");
+    rpc::PutItem* item = ps.add_items();
+    item->set_key(key);
+    item->set_size(256 * 1024);
+    ps.set_write_pace_ns_per_kib(pace);
+    return service.Dispatch(rpc::PUT_START, ps.SerializeAsString());
+  };
+  // Pace unknown (an older client): polled for, as before paces.
+  rpc::Reply unknown = put_start("a", 0);
+  ASSERT_EQ(unknown.code, ErrorCode::OK);
+  EXPECT_GT(unknown.next_request_within.count(), 0);
+  EXPECT_EQ(unknown.next_request_after.count(), 0);
+  // 256 KiB at 400 ns per KiB: ~102 us, within the poll.
+  rpc::Reply quick = put_start("b", 400);
+  EXPECT_GT(quick.next_request_within.count(), 0);
+  // 256 KiB at 4 us per KiB: 1,024 us; not polled for.
+  rpc::Reply slow = put_start("c", 4000);
+  EXPECT_EQ(slow.next_request_within.count(), 0);
+  EXPECT_EQ(slow.next_request_after, std::chrono::microseconds(1024));
+  // A refused PUT_START announces nothing.
+  rpc::Reply refused = service.Dispatch(rpc::PUT_START, "\xff");
+  EXPECT_EQ(refused.next_request_within.count() + refused.next_request_after.count(), 0);
+
+  rpc::PutEnd pe;
+  pe.set_client_id("c");
+  pe.add_commit_keys("a");
+  pe.add_commit_keys("b");
+  ASSERT_EQ(service.Dispatch(rpc::PUT_END, pe.SerializeAsString()).code, ErrorCode::OK);
+  rpc::KeysRequest get;
+  get.set_client_id("r");
+  for (const char* k : {"a", "b", "missing"}) get.add_keys(k);
+  get.set_read_pace_ns_per_kib(1000);  // 2 x 256 KiB found: 512 us
+  rpc::Reply located = service.Dispatch(rpc::GET_REPLICA_LIST, get.SerializeAsString());
+  ASSERT_EQ(located.code, ErrorCode::OK);
+  EXPECT_EQ(located.next_request_within.count(), 0);
+  EXPECT_EQ(located.next_request_after, std::chrono::microseconds(512));
+  get.set_read_pace_ns_per_kib(400);  // 205 us: the idle poll as after any request
+  located = service.Dispatch(rpc::GET_REPLICA_LIST, get.SerializeAsString());
+  EXPECT_EQ(located.next_request_within.count() + located.next_request_after.count(), 0);
+}
+
 TEST(MasterLifecycleTest, UnreachableMasterFailsByDeadline) {
   MasterClient c(rpc::Endpoint{"127.0.0.1", 1}, "c");
   auto start = Clock::now();

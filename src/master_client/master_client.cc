@@ -417,15 +417,18 @@ Status MasterClient::DrainSegment(std::string_view segment_name, bool undo, Dead
 
 Result<rpc::PutStartReply> MasterClient::PutStart(std::span<const PutItem> items,
                                                   const rpc::ReplicateConfig& config, bool upsert,
-                                                  Deadline deadline, std::string_view client_host) {
+                                                  Deadline deadline, std::string_view client_host,
+                                                  uint32_t write_pace_ns_per_kib) {
   auto chunks = KeyChunks(items.size(), [&](size_t i) { return items[i].key.size(); });
-  if (chunks.size() == 1) return PutStartOnce(items, config, upsert, deadline, client_host);
+  if (chunks.size() == 1) {
+    return PutStartOnce(items, config, upsert, deadline, client_host, write_pace_ns_per_kib);
+  }
   // A batch too big for one frame: one request per chunk. A chunk that fails fails its own
   // keys only; the others' reservations go on to be written and committed.
   rpc::PutStartReply all;
   for (auto [begin, end] : chunks) {
-    auto part =
-        PutStartOnce(items.subspan(begin, end - begin), config, upsert, deadline, client_host);
+    auto part = PutStartOnce(items.subspan(begin, end - begin), config, upsert, deadline,
+                             client_host, write_pace_ns_per_kib);
     AppendChunk(
         *all.mutable_results(), part,
         [](rpc::PutStartReply & r) -> auto& { return *r.mutable_results(); }, end - begin,
@@ -437,7 +440,8 @@ Result<rpc::PutStartReply> MasterClient::PutStart(std::span<const PutItem> items
 Result<rpc::PutStartReply> MasterClient::PutStartOnce(std::span<const PutItem> items,
                                                       const rpc::ReplicateConfig& config,
                                                       bool upsert, Deadline deadline,
-                                                      std::string_view client_host) {
+                                                      std::string_view client_host,
+                                                      uint32_t write_pace_ns_per_kib) {
   rpc::PutStart req;
   req.set_client_id(client_id_);
   req.set_client_host(std::string(client_host));
@@ -449,6 +453,7 @@ Result<rpc::PutStartReply> MasterClient::PutStartOnce(std::span<const PutItem> i
   }
   *req.mutable_config() = config;
   req.set_upsert(upsert);
+  req.set_write_pace_ns_per_kib(write_pace_ns_per_kib);
   return CallReleasing<rpc::PutStartReply>(
       rpc::PUT_START, req, deadline,
       upsert ? ReleaseOrder::kAfterReleasesInFlight : ReleaseOrder::kAny);
@@ -492,10 +497,12 @@ Result<rpc::CodesReply> MasterClient::PutEnd(std::span<const std::string> commit
 }
 
 Result<rpc::GetReplicaListReply> MasterClient::GetReplicaList(std::span<const std::string> keys,
-                                                              bool no_lease, Deadline deadline) {
+                                                              bool no_lease, Deadline deadline,
+                                                              uint32_t read_pace_ns_per_kib) {
   auto once = [&](std::span<const std::string> part) {
     rpc::KeysRequest req = KeysOf(part);
     req.set_no_lease(no_lease);
+    req.set_read_pace_ns_per_kib(read_pace_ns_per_kib);
     return CallReleasing<rpc::GetReplicaListReply>(rpc::GET_REPLICA_LIST, req, deadline);
   };
   auto chunks = ChunksOf(keys);

@@ -96,10 +96,12 @@ class MasterClient {
   Status DrainSegment(std::string_view segment_name, bool undo, Deadline deadline);
 
   // One result per item, same order. `client_host`: the writer's host, for same-host
-  // placement ("" unknown).
+  // placement ("" unknown). `write_pace_ns_per_kib`: what this client's recent writes took per
+  // KiB (client/embedded/transfer_pace.h; 0: unknown), for the master's poll.
   Result<rpc::PutStartReply> PutStart(std::span<const PutItem> items,
                                       const rpc::ReplicateConfig& config, bool upsert,
-                                      Deadline deadline, std::string_view client_host = {});
+                                      Deadline deadline, std::string_view client_host = {},
+                                      uint32_t write_pace_ns_per_kib = 0);
   // Codes for `commit_keys` then `revoke_keys`, in order. `commit_checksums` is empty or
   // parallel to `commit_keys` (each object's XXH3-64). `unreachable_segments`: segments whose
   // hosts this writer could not reach (rpc::PutEnd.unreachable_segments). `recorded_by_host`
@@ -110,9 +112,11 @@ class MasterClient {
                                  std::span<const std::string> revoke_keys, Deadline deadline,
                                  std::span<const std::string> unreachable_segments = {},
                                  std::span<const char> recorded_by_host = {});
-  // One location per key; `no_lease` takes no read lease (size queries).
+  // One location per key; `no_lease` takes no read lease (size queries). `read_pace_ns_per_kib`
+  // as PutStart's write pace, for this client's reads.
   Result<rpc::GetReplicaListReply> GetReplicaList(std::span<const std::string> keys, bool no_lease,
-                                                  Deadline deadline);
+                                                  Deadline deadline,
+                                                  uint32_t read_pace_ns_per_kib = 0);
   // Per key: 1 exists, 0 not, negative error. The keys are views the caller keeps alive for the
   // call (the Python module's point into its str objects: a batch costs no copy per key).
   Result<rpc::CodesReply> Exists(std::span<const std::string_view> keys, Deadline deadline);
@@ -184,7 +188,8 @@ class MasterClient {
   rpc::KeysRequest KeysOf(std::span<const Key> keys) const;
   Result<rpc::PutStartReply> PutStartOnce(std::span<const PutItem> items,
                                           const rpc::ReplicateConfig& config, bool upsert,
-                                          Deadline deadline, std::string_view client_host);
+                                          Deadline deadline, std::string_view client_host,
+                                          uint32_t write_pace_ns_per_kib);
 
   const rpc::Endpoint master_;                        // without a locator
   const std::shared_ptr<ha::LeaderLocator> locator_;  // null for a fixed address

@@ -42,4 +42,14 @@ class EchoService : public Service {
   bool stable_reads_ = false;
 };
 
+// A loopback server with a thread per connection (ServerOptions::pin_connections, the master's
+// and the data servers' setting).
+inline ServerOptions PinnedOptions(int threads) {
+  ServerOptions o;
+  o.host = "127.0.0.1";
+  o.threads = threads;
+  o.pin_connections = true;
+  return o;
+}
+
 }  // namespace kvpool::rpc

@@ -94,9 +94,8 @@ std::vector<std::unique_ptr<asio::io_context>> MakeContexts(const ServerOptions&
 
 // io.run(), except that after each handler the thread polls for `spin` before it sleeps
 // (ServerOptions::idle_spin).
-// `announced` (may be null): a reply's next_request_within extends the poll to then.
-void RunPolling(asio::io_context& io, std::chrono::microseconds spin,
-                const std::atomic<Deadline>* announced) {
+template <typename Plan>
+void RunPolling(asio::io_context& io, std::chrono::microseconds spin, Plan* plan) {
   if (spin.count() <= 0) {
     io.run();
     return;
@@ -105,19 +104,27 @@ void RunPolling(asio::io_context& io, std::chrono::microseconds spin,
     io.poll();
     return io.stopped();
   };
+  // A reply that said its peer's next request is far off (next_request_after) ends the idle
+  // poll: nothing else is likely due, and the poll takes a CPU that peer's transfer needs.
+  auto idle_poll = [&] {
+    return poll() || (plan != nullptr && plan->sleep.load(std::memory_order_relaxed));
+  };
   while (!io.stopped()) {
     if (io.run_one() == 0) return;  // slept until a handler ran (or the context stopped)
     // The next requests may be microseconds away: serve what arrives for `spin` after the
     // wake-up (common/spin_wait.h), then sleep in run_one again. The budget does not restart
     // with each handler: under load that kept the threads polling, and the main job's nodes
     // and engines lost the CPU to it (docs/benchmarks.md, round 15).
-    if (SpinUntil(spin, poll)) return;
+    if (SpinUntil(spin, idle_poll) && io.stopped()) return;
+    if (plan == nullptr) continue;
+    plan->sleep.store(false, std::memory_order_relaxed);
     // A request announced by a reply (a PUT_END) is polled for until it is due; the handlers
     // run meanwhile may announce later ones.
-    while (announced != nullptr && Clock::now() < announced->load(std::memory_order_relaxed)) {
-      const auto left = announced->load(std::memory_order_relaxed) - Clock::now();
+    while (Clock::now() < plan->until.load(std::memory_order_relaxed)) {
+      const auto left = plan->until.load(std::memory_order_relaxed) - Clock::now();
       if (SpinUntil(std::chrono::ceil<std::chrono::microseconds>(left), poll)) return;
     }
+    plan->sleep.store(false, std::memory_order_relaxed);
   }
 }
 
@@ -127,7 +134,7 @@ Server::Server(ServerOptions options, Service* service)
     : options_(std::move(options)),
       service_(service),
       ios_(MakeContexts(options_)),
-      poll_until_(std::make_unique<std::atomic<Deadline>[]>(ios_.size())),
+      poll_plans_(std::make_unique<PollPlan[]>(ios_.size())),
       acceptor_(*ios_.front()) {}
 
 Server::~Server() { Stop(); }
@@ -215,12 +222,12 @@ Status Server::Start() {
   const int n = std::max(1, options_.threads);
   for (int i = 0; i < n; ++i) {
     asio::io_context* io = ios_[static_cast<size_t>(i) % ios_.size()].get();
-    const std::atomic<Deadline>* announced =
-        options_.pin_connections ? &poll_until_[static_cast<size_t>(i) % ios_.size()] : nullptr;
-    threads_.emplace_back([io, spin = options_.idle_spin, announced] {
+    PollPlan* plan =
+        options_.pin_connections ? &poll_plans_[static_cast<size_t>(i) % ios_.size()] : nullptr;
+    threads_.emplace_back([io, spin = options_.idle_spin, plan] {
       // A pinned context must not return while it waits for its first connection.
       auto work = asio::make_work_guard(*io);
-      RunPolling(*io, spin, announced);
+      RunPolling(*io, spin, plan);
     });
   }
   return Status::Ok();
@@ -237,16 +244,24 @@ void Server::Stop() {
   threads_.clear();
 }
 
-void Server::PollFor(const asio::any_io_executor& ex, std::chrono::microseconds within) {
+void Server::PlanPoll(const asio::any_io_executor& ex, const Reply& reply) {
   if (!options_.pin_connections || options_.idle_spin.count() <= 0) return;
+  const bool poll = reply.next_request_within.count() > 0;
+  if (!poll && reply.next_request_after <= options_.idle_spin) return;
   const auto* own = ex.target<asio::io_context::executor_type>();
   if (own == nullptr) return;
-  const Deadline until = Clock::now() + std::min(within, std::chrono::microseconds(kMaxSpinMicros));
   for (size_t i = 0; i < ios_.size(); ++i) {
     if (&own->context() != ios_[i].get()) continue;
+    PollPlan& plan = poll_plans_[i];
+    if (!poll) {
+      plan.sleep.store(true, std::memory_order_relaxed);
+      return;
+    }
+    const Deadline until = Clock::now() + std::min(reply.next_request_within,
+                                                   std::chrono::microseconds(kMaxSpinMicros));
     // Only the context's own thread writes it: the later of two announcements wins.
-    if (poll_until_[i].load(std::memory_order_relaxed) < until) {
-      poll_until_[i].store(until, std::memory_order_relaxed);
+    if (plan.until.load(std::memory_order_relaxed) < until) {
+      plan.until.store(until, std::memory_order_relaxed);
     }
     return;
   }

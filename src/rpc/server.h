@@ -178,6 +178,12 @@ struct Reply {
   // thread keeps polling that long before it sleeps (capped at kMaxSpinMicros), so the request
   // does not pay for waking a halted vCPU. Zero: idle_spin alone.
   std::chrono::microseconds next_request_within{0};
+  // The peer's next request on this connection comes no sooner than this (it first moves that
+  // many bytes to or from a node): when longer than idle_spin (and no next_request_within),
+  // the serving thread sleeps once the reply is out instead of polling. The poll would only
+  // burn a CPU the transfer itself needs where there are few (a 2-vCPU VM: docs/benchmarks.md,
+  // round 24), and a request that late pays the wake-up anyway. Zero: unknown.
+  std::chrono::microseconds next_request_after{0};
 
   static Reply Of(const google::protobuf::MessageLite& msg);
   static Reply Error(const Status& st);
@@ -293,9 +299,10 @@ class Server {
                                   const std::string& proof_key);
   asio::awaitable<bool> SendReply(ServerStream& stream, const FrameHeader& request,
                                   const Reply& reply);
-  // Keeps the thread that runs `ex` (a connection's pinned context) polling for `within`,
-  // capped at kMaxSpinMicros. No-op without pin_connections or idle_spin. Call on that thread.
-  void PollFor(const asio::any_io_executor& ex, std::chrono::microseconds within);
+  // What `reply` says of the peer's next request (next_request_within, next_request_after),
+  // applied to the poll of the thread that runs `ex` (a connection's pinned context). No-op
+  // without pin_connections or idle_spin. Call on that thread, after the reply is sent.
+  void PlanPoll(const asio::any_io_executor& ex, const Reply& reply);
 
   ServerOptions options_;
   std::unique_ptr<asio::ssl::context> tls_;  // set by Start when security.tls_server()
@@ -307,9 +314,13 @@ class Server {
   // One io_context (shared by every thread), or one per thread with pin_connections.
   std::vector<std::unique_ptr<asio::io_context>> ios_;
   size_t next_io_ = 0;  // the context the next accepted connection is served by
-  // Per pinned context: its thread polls until then (Reply::next_request_within). Written by
-  // that thread only.
-  std::unique_ptr<std::atomic<Deadline>[]> poll_until_;
+  // Per pinned context: what its replies said of the next requests (PlanPoll). Written and
+  // read by that context's thread only (atomic for the tests' sake; relaxed).
+  struct PollPlan {
+    std::atomic<Deadline> until{};   // poll until then (Reply::next_request_within)
+    std::atomic<bool> sleep{false};  // end the idle poll now (Reply::next_request_after)
+  };
+  std::unique_ptr<PollPlan[]> poll_plans_;
   asio::ip::tcp::acceptor acceptor_;
   std::vector<std::thread> threads_;
   std::atomic<bool> stopped_{false};

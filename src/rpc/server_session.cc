@@ -395,7 +395,7 @@ asio::awaitable<void> Server::Serve(ServerStream& stream, ConnectionContext& con
   std::string proof_key;  // the pool secret, or the tenant key of the tenant the peer named
   bool greeted = false;
   FrameHeader header;
-  const asio::any_io_executor executor = co_await asio::this_coro::executor;  // for PollFor
+  const asio::any_io_executor executor = co_await asio::this_coro::executor;  // for PlanPoll
   for (;;) {
     const bool handshaking = !greeted || (needs_auth && !context.authenticated);
     if (!co_await ReadFrame(stream, watchdog, handshaking, peer, header, meta)) co_return;
@@ -435,7 +435,7 @@ asio::awaitable<void> Server::Serve(ServerStream& stream, ConnectionContext& con
       co_return;
     }
     if (!co_await SendReply(stream, *h, reply)) co_return;
-    if (reply.next_request_within.count() > 0) PollFor(executor, reply.next_request_within);
+    PlanPoll(executor, reply);
   }
 }
 

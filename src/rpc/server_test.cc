@@ -326,16 +326,6 @@ TEST_F(ServerTest, BusyConnectionOutlivesItsTimeoutsAndAStallAfterIsClosed) {
   ::close(fd);
 }
 
-// A loopback server with a thread per connection (ServerOptions::pin_connections, the master's
-// and the data servers' setting).
-ServerOptions PinnedOptions(int threads) {
-  ServerOptions o;
-  o.host = "127.0.0.1";
-  o.threads = threads;
-  o.pin_connections = true;
-  return o;
-}
-
 // Pinned, requests round-trip on many connections at once, and the deadlines still close a
 // stalled one.
 TEST(PinnedServerTest, ConnectionsSpreadOverThreadsServeAndTimeOut) {
@@ -365,42 +355,6 @@ TEST(PinnedServerTest, ConnectionsSpreadOverThreadsServeAndTimeOut) {
   EXPECT_EQ(WaitAllClosed({fd}, std::chrono::seconds(3)), 1u);
   ::close(fd);
   server.Stop();
-}
-
-// A reply that announces the peer's next request (Reply::next_request_within, the master's
-// PUT_START) keeps its thread polling for it: the requests that follow are served on the polling
-// thread, and the server still stops at once while a poll is announced for seconds.
-class AnnouncingService : public EchoService {
- public:
-  asio::awaitable<Reply> Handle(const FrameHeader& h, std::string_view meta,
-                                PayloadReader& payload) override {
-    Reply r = co_await EchoService::Handle(h, meta, payload);
-    r.next_request_within = std::chrono::seconds(5);  // capped at kMaxSpinMicros
-    co_return r;
-  }
-};
-
-TEST(PinnedServerTest, AnAnnouncedRequestIsPolledForAndStopStillEndsThePoll) {
-  AnnouncingService service;
-  ServerOptions o = PinnedOptions(1);
-  o.idle_spin = std::chrono::microseconds(50);
-  auto server = std::make_unique<Server>(o, &service);
-  ASSERT_TRUE(server->Start().ok());
-  auto c = Connection::Connect({"127.0.0.1", server->port()}, "announced",
-                               DeadlineAfter(std::chrono::seconds(5)));
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
-  for (int i = 0; i < 20; ++i) {
-    Empty resp;
-    std::string bytes = "call " + std::to_string(i);
-    iovec out{bytes.data(), bytes.size()};
-    ASSERT_TRUE(
-        (*c)->Call(WRITE, Empty(), &resp, {&out, 1}, {}, DeadlineAfter(std::chrono::seconds(5)))
-            .ok());
-    EXPECT_EQ(service.stored_, bytes);
-  }
-  const auto before = Clock::now();
-  server->Stop();  // while the thread polls for the request announced last
-  EXPECT_LT(Clock::now() - before, std::chrono::seconds(2));
 }
 
 // A header that announces 64 MiB of meta costs memory only as the bytes arrive.

@@ -1,5 +1,5 @@
-// The Client behind include/kvpool/client.h and client/embedded/hosted_client.h; private to src/client
-// (the node sees only hosted_client.h). Split by path: client_impl.cc (set-up, queries,
+// The Client behind include/kvpool/client.h and client/embedded/hosted_client.h; private to
+// src/client (the node sees only hosted_client.h). Split by path: client_impl.cc (set-up, queries,
 // removal, lifecycle), put_path.cc (put/upsert batches), get_path.cc (get batches).
 #pragma once
 
@@ -18,6 +18,7 @@
 #include "client/embedded/hosted_client.h"
 #include "client/embedded/lease_flusher.h"
 #include "client/embedded/peer_health.h"
+#include "client/embedded/transfer_pace.h"
 #include "common/task_pool.h"
 #include "hosting/heartbeat.h"
 #include "hosting/segment_host.h"
@@ -141,6 +142,8 @@ class ClientImpl : public HostedClient {
   rpc::ConnectionPool data_pool_;
   TaskPool transfer_workers_;  // runs a batch's transfer parts in parallel (TransferPlan)
   PeerHealth peer_health_;     // segment hosts found silent lately (reads try them last)
+  TransferPace write_pace_;    // told to the master with PUT_START
+  TransferPace read_pace_;     // told to the master with GET_REPLICA_LIST
   transfer::TcpTransport tcp_{&data_pool_};
   std::unique_ptr<hosting::SegmentHost> host_;  // embedded mode only
   std::unique_ptr<transfer::LocalTransport> local_;

@@ -154,7 +154,8 @@ void ClientImpl::GetBatch(const std::vector<std::string>& keys, const DestFor& d
   const Clock::time_point asked = Clock::now();  // the lease runs from no earlier than this
   Result<rpc::GetReplicaListReply> located = rpc::GetReplicaListReply();
   if (!sent.empty()) {
-    located = master_->GetReplicaList(wanted, /*no_lease=*/false, RpcDeadline(limit));
+    located = master_->GetReplicaList(wanted, /*no_lease=*/false, RpcDeadline(limit),
+                                      read_pace_.NsPerKib());
     if (located.ok() && located->objects_size() != static_cast<int>(sent.size())) {
       located = Status(ErrorCode::INTERNAL_ERROR, "master answered GET for another batch");
     }
@@ -194,10 +195,14 @@ void ClientImpl::GetBatch(const std::vector<std::string>& keys, const DestFor& d
     reads.push_back(
         KeyRead{i, Prefix(dest, loc.size()), verify ? loc.checksum() : 0, order.Sorted(loc), 0});
   }
+  const Clock::time_point read_from = Clock::now();
   ReadWithFallback(
       keys, reads, TransferDeadline(limit), &transfer_workers_,
       [this](const std::string& s) -> transfer::Transport& { return TransportFor(s); },
       options_.silent_peer_timeout, peer_health_, status);
+  uint64_t read_bytes = 0;
+  for (const KeyRead& r : reads) read_bytes += status[r.index].ok() ? sizes[r.index] : 0;
+  read_pace_.Record(read_bytes, Clock::now() - read_from);
 
   const std::string lease_lost = sent.empty() ? std::string() : LeaseLost(*located, asked, limit);
   // The transfer is over (every attempt returned): the lease may end. Queued, not sent: the

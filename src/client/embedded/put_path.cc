@@ -91,8 +91,8 @@ void ClientImpl::PutPass(const ObjectBatch& batch, const ReplicateConfig& config
 
   rpc::ReplicateConfig placement = ToProto(ConfigForKeys(config, sent));
   for (const std::string& segment : *unreachable) placement.add_excluded_segments(segment);
-  auto started =
-      master_->PutStart(items, placement, upsert, RpcDeadline(limit), options_.local_hostname);
+  auto started = master_->PutStart(items, placement, upsert, RpcDeadline(limit),
+                                   options_.local_hostname, write_pace_.NsPerKib());
   if (started.ok() && started->results_size() != static_cast<int>(sent.size())) {
     started = Status(ErrorCode::INTERNAL_ERROR, "master answered PUT_START for another batch");
   }
@@ -129,9 +129,13 @@ void ClientImpl::PutPass(const ObjectBatch& batch, const ReplicateConfig& config
   std::vector<uint64_t> checksums(keys.size(), 0);  // hashed by the threads that copy
   // Hosts that list what is written to them spare PUT_END the wait for their journal ack.
   HostRecords records{&keys, std::vector<char>(keys.size(), 0)};
+  const Clock::time_point write_from = Clock::now();
   plan.Run(/*write=*/true,
            [this](const std::string& s) -> transfer::Transport& { return TransportFor(s); },
            TransferDeadline(limit), results, &checksums, &records);
+  uint64_t written_bytes = 0;
+  for (size_t i : written) written_bytes += results[i].ok() ? batch.bytes(i) : 0;
+  write_pace_.Record(written_bytes, Clock::now() - write_from);
 
   // Segments whose host did not answer: reported to the master, avoided by the next passes.
   std::vector<std::string> silent;
