@@ -262,30 +262,37 @@ TEST_F(MasterServiceTest, RefusesWhatItDoesNotServe) {
             ErrorCode::INVALID_PARAMS);  // no client id
 }
 
-TEST(MasterServiceDispatchTest, UnparsableRequestIsInvalidParams) {
-  MasterOptions o = TestOptions();
-  MasterCore core(o);
-  MasterService service(&core);
+// A master's service without sockets: requests go straight to Dispatch.
+class MasterServiceDispatchTest : public ::testing::Test {
+ protected:
+  // Mounts testing::TestSegmentMount (1 MiB "seg").
+  void Mount() {
+    ASSERT_EQ(
+        service_.Dispatch(rpc::MOUNT_SEGMENT, testing::TestSegmentMount().SerializeAsString()).code,
+        ErrorCode::OK);
+  }
+  MasterCore core_{TestOptions()};
+  MasterService service_{&core_};
+};
+
+TEST_F(MasterServiceDispatchTest, UnparsableRequestIsInvalidParams) {
   const std::string garbage = "\xff\xff\xff\xff";
   for (uint16_t m : {rpc::PING, rpc::MOUNT_SEGMENT, rpc::UNMOUNT_SEGMENT, rpc::PUT_START,
                      rpc::PUT_END, rpc::GET_REPLICA_LIST, rpc::EXISTS, rpc::EXISTS_PREFIX,
                      rpc::REMOVE, rpc::REMOVE_ALL, rpc::STAT}) {
-    rpc::Reply r = service.Dispatch(m, garbage);
+    rpc::Reply r = service_.Dispatch(m, garbage);
     EXPECT_EQ(r.code, ErrorCode::INVALID_PARAMS) << m;
     EXPECT_NE(r.message.find("does not parse"), std::string::npos);
   }
-  EXPECT_EQ(service.Dispatch(999, "").code, ErrorCode::NOT_SUPPORTED);
-  EXPECT_EQ(service.Dispatch(rpc::STAT, "").code, ErrorCode::OK);
+  EXPECT_EQ(service_.Dispatch(999, "").code, ErrorCode::NOT_SUPPORTED);
+  EXPECT_EQ(service_.Dispatch(rpc::STAT, "").code, ErrorCode::OK);
 }
 
 // EXISTS takes its keys as repeated `keys` or as one `packed_keys` blob, never both; a blob whose
 // lengths run past its end is refused whole.
-TEST(MasterServiceDispatchTest, ExistsTakesPackedOrRepeatedKeys) {
-  MasterOptions o = TestOptions();
-  MasterCore core(o);
-  MasterService service(&core);
+TEST_F(MasterServiceDispatchTest, ExistsTakesPackedOrRepeatedKeys) {
   auto exists = [&](const rpc::KeysRequest& req) {
-    rpc::Reply r = service.Dispatch(rpc::EXISTS, req.SerializeAsString());
+    rpc::Reply r = service_.Dispatch(rpc::EXISTS, req.SerializeAsString());
     rpc::CodesReply codes;
     if (r.code == ErrorCode::OK) {
       EXPECT_TRUE(codes.ParseFromString(r.meta));
@@ -350,13 +357,8 @@ TEST(MasterLifecycleTest, HttpAdminCanBeDisabled) {
   EXPECT_EQ(master.http_port(), 0);
 }
 
-TEST(MasterServiceDispatchTest, CountsRequestsKeysOutcomesAndErrors) {
-  MasterOptions o = TestOptions();
-  MasterCore core(o);
-  MasterService service(&core);
-  ASSERT_EQ(
-      service.Dispatch(rpc::MOUNT_SEGMENT, testing::TestSegmentMount().SerializeAsString()).code,
-      ErrorCode::OK);
+TEST_F(MasterServiceDispatchTest, CountsRequestsKeysOutcomesAndErrors) {
+  Mount();
   rpc::PutStart ps;
   ps.set_client_id("c");
   for (const char* k : {"a", "b", ""}) {
@@ -364,22 +366,22 @@ TEST(MasterServiceDispatchTest, CountsRequestsKeysOutcomesAndErrors) {
     item->set_key(k);
     item->set_size(1000);
   }
-  ASSERT_EQ(service.Dispatch(rpc::PUT_START, ps.SerializeAsString()).code, ErrorCode::OK);
+  ASSERT_EQ(service_.Dispatch(rpc::PUT_START, ps.SerializeAsString()).code, ErrorCode::OK);
   rpc::PutEnd pe;
   pe.set_client_id("c");
   pe.add_commit_keys("a");
   pe.add_commit_keys("b");
-  ASSERT_EQ(service.Dispatch(rpc::PUT_END, pe.SerializeAsString()).code, ErrorCode::OK);
+  ASSERT_EQ(service_.Dispatch(rpc::PUT_END, pe.SerializeAsString()).code, ErrorCode::OK);
   rpc::KeysRequest keys;
   for (const char* k : {"a", "b", "missing"}) keys.add_keys(k);
-  ASSERT_EQ(service.Dispatch(rpc::GET_REPLICA_LIST, keys.SerializeAsString()).code, ErrorCode::OK);
-  ASSERT_EQ(service.Dispatch(rpc::EXISTS, keys.SerializeAsString()).code, ErrorCode::OK);
-  ASSERT_EQ(service.Dispatch(rpc::EXISTS_PREFIX, keys.SerializeAsString()).code, ErrorCode::OK);
-  EXPECT_EQ(service.Dispatch(rpc::PUT_START, "\xff").code, ErrorCode::INVALID_PARAMS);
-  EXPECT_EQ(service.Dispatch(rpc::PUT_START, rpc::PutStart().SerializeAsString()).code,
+  ASSERT_EQ(service_.Dispatch(rpc::GET_REPLICA_LIST, keys.SerializeAsString()).code, ErrorCode::OK);
+  ASSERT_EQ(service_.Dispatch(rpc::EXISTS, keys.SerializeAsString()).code, ErrorCode::OK);
+  ASSERT_EQ(service_.Dispatch(rpc::EXISTS_PREFIX, keys.SerializeAsString()).code, ErrorCode::OK);
+  EXPECT_EQ(service_.Dispatch(rpc::PUT_START, "\xff").code, ErrorCode::INVALID_PARAMS);
+  EXPECT_EQ(service_.Dispatch(rpc::PUT_START, rpc::PutStart().SerializeAsString()).code,
             ErrorCode::INVALID_PARAMS);  // no client id: the whole request is refused
 
-  const MasterMetrics& mm = service.metrics();
+  const MasterMetrics& mm = service_.metrics();
   EXPECT_EQ(mm.requests(MetricMethod::kMountSegment), 1u);
   EXPECT_EQ(mm.requests(MetricMethod::kPutStart), 3u);
   EXPECT_EQ(mm.keys(MetricMethod::kPutStart), 3u);
@@ -392,11 +394,11 @@ TEST(MasterServiceDispatchTest, CountsRequestsKeysOutcomesAndErrors) {
   EXPECT_EQ(mm.found(MetricMethod::kExists), 2u);
   EXPECT_EQ(mm.errors(MetricMethod::kExists, ErrorCode::OBJECT_NOT_FOUND), 0u);  // 0 is no error
   EXPECT_EQ(mm.found(MetricMethod::kExistsPrefix), 2u);
-  EXPECT_EQ(service.Dispatch(999, "").code, ErrorCode::NOT_SUPPORTED);
+  EXPECT_EQ(service_.Dispatch(999, "").code, ErrorCode::NOT_SUPPORTED);
   EXPECT_EQ(mm.errors(MetricMethod::kOther, ErrorCode::NOT_SUPPORTED), 1u);
 
   PoolGauges pool;
-  pool.stat = core.Stat();
+  pool.stat = core_.Stat();
   std::string text = mm.Render(pool);
   EXPECT_NE(text.find("kvpool_master_requests_total{method=\"put_start\"} 3\n"), std::string::npos)
       << text;
@@ -414,13 +416,8 @@ TEST(MasterServiceDispatchTest, CountsRequestsKeysOutcomesAndErrors) {
 // The hints a reply gives on the client's next request (rpc::Reply): after PUT_START, the
 // PUT_END is polled for unless the client's write pace says the write outlasts the poll; after
 // GET_REPLICA_LIST, no poll when the reads of the located bytes outlast it.
-TEST(MasterServiceDispatchTest, HintsWhenTheNextRequestFollowsFromTheClientsPace) {
-  MasterOptions o = TestOptions();
-  MasterCore core(o);
-  MasterService service(&core);
-  ASSERT_EQ(
-      service.Dispatch(rpc::MOUNT_SEGMENT, testing::TestSegmentMount().SerializeAsString()).code,
-      ErrorCode::OK);
+TEST_F(MasterServiceDispatchTest, HintsWhenTheNextRequestFollowsFromTheClientsPace) {
+  Mount();
   auto put_start = [&](const char* key, uint32_t pace) {
     rpc::PutStart ps;
     ps.set_client_id("c");
@@ -428,7 +425,7 @@ TEST(MasterServiceDispatchTest, HintsWhenTheNextRequestFollowsFromTheClientsPace
     item->set_key(key);
     item->set_size(256 * 1024);
     ps.set_write_pace_ns_per_kib(pace);
-    return service.Dispatch(rpc::PUT_START, ps.SerializeAsString());
+    return service_.Dispatch(rpc::PUT_START, ps.SerializeAsString());
   };
   // Pace unknown (an older client): polled for, as before paces.
   rpc::Reply unknown = put_start("a", 0);
@@ -443,24 +440,24 @@ TEST(MasterServiceDispatchTest, HintsWhenTheNextRequestFollowsFromTheClientsPace
   EXPECT_EQ(slow.next_request_within.count(), 0);
   EXPECT_EQ(slow.next_request_after, std::chrono::microseconds(1024));
   // A refused PUT_START announces nothing.
-  rpc::Reply refused = service.Dispatch(rpc::PUT_START, "\xff");
+  rpc::Reply refused = service_.Dispatch(rpc::PUT_START, "\xff");
   EXPECT_EQ(refused.next_request_within.count() + refused.next_request_after.count(), 0);
 
   rpc::PutEnd pe;
   pe.set_client_id("c");
   pe.add_commit_keys("a");
   pe.add_commit_keys("b");
-  ASSERT_EQ(service.Dispatch(rpc::PUT_END, pe.SerializeAsString()).code, ErrorCode::OK);
+  ASSERT_EQ(service_.Dispatch(rpc::PUT_END, pe.SerializeAsString()).code, ErrorCode::OK);
   rpc::KeysRequest get;
   get.set_client_id("r");
   for (const char* k : {"a", "b", "missing"}) get.add_keys(k);
   get.set_read_pace_ns_per_kib(1000);  // 2 x 256 KiB found: 512 us
-  rpc::Reply located = service.Dispatch(rpc::GET_REPLICA_LIST, get.SerializeAsString());
+  rpc::Reply located = service_.Dispatch(rpc::GET_REPLICA_LIST, get.SerializeAsString());
   ASSERT_EQ(located.code, ErrorCode::OK);
   EXPECT_EQ(located.next_request_within.count(), 0);
   EXPECT_EQ(located.next_request_after, std::chrono::microseconds(512));
   get.set_read_pace_ns_per_kib(400);  // 205 us: the idle poll as after any request
-  located = service.Dispatch(rpc::GET_REPLICA_LIST, get.SerializeAsString());
+  located = service_.Dispatch(rpc::GET_REPLICA_LIST, get.SerializeAsString());
   EXPECT_EQ(located.next_request_within.count() + located.next_request_after.count(), 0);
 }
 
