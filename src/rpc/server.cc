@@ -93,7 +93,8 @@ std::vector<std::unique_ptr<asio::io_context>> MakeContexts(const ServerOptions&
 }
 
 // io.run(), except that after each handler the thread polls for `spin` before it sleeps
-// (ServerOptions::idle_spin).
+// (ServerOptions::idle_spin). `plan` (null unless pinned) is the context's Server::PollPlan: a
+// template only because that struct is private to Server.
 template <typename Plan>
 void RunPolling(asio::io_context& io, std::chrono::microseconds spin, Plan* plan) {
   if (spin.count() <= 0) {
