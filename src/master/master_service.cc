@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "common/keys.h"
 #include "master/tenant_scope.h"
@@ -159,21 +160,33 @@ std::string PeerHost(Caller caller) {
   return ep.ok() ? ep->host : std::string(caller.network_peer);
 }
 
-// How long moving `bytes` takes a client whose recent transfers took `ns_per_kib` (0: unknown).
-std::chrono::microseconds TransferTime(uint64_t bytes, uint32_t ns_per_kib) {
-  return std::chrono::microseconds(bytes / 1024 * ns_per_kib / 1000);
-}
+// What a client moves between this request and its next one, at its own pace (the request's
+// *_pace_ns_per_kib; 0: unknown). Both come from the wire: the sum saturates and the time is
+// capped, so any values give a sane hint (a hint only steers polling).
+struct Transfer {
+  static constexpr std::chrono::microseconds kLongest = std::chrono::seconds(1);
+  uint64_t bytes = 0;
+  uint32_t ns_per_kib = 0;
+
+  void Add(uint64_t n) { bytes = n > UINT64_MAX - bytes ? UINT64_MAX : bytes + n; }
+  std::chrono::microseconds Time() const {
+    const uint64_t kib = bytes / 1024;
+    const auto longest_ns = static_cast<uint64_t>(kLongest.count()) * 1000;
+    if (ns_per_kib != 0 && kib > longest_ns / ns_per_kib) return kLongest;
+    return std::chrono::microseconds(kib * ns_per_kib / 1000);
+  }
+};
 
 // Hints on when the client's next request follows this reply (rpc::Reply), from what it is to
 // move first and its pace (0: unknown). After PUT_START the PUT_END is polled for, and after
 // GET_REPLICA_LIST the idle poll runs as after any request, unless the transfer outlasts
 // kPutEndExpectedWithin: that request would find the thread asleep anyway, and on a machine with
 // few CPUs the poll takes one the transfer needs (docs/benchmarks.md, round 24).
-void HintNextRequest(uint16_t method, uint64_t bytes, uint32_t ns_per_kib, rpc::Reply& reply) {
+void HintNextRequest(uint16_t method, const Transfer& transfer, rpc::Reply& reply) {
   if (reply.code != ErrorCode::OK) return;
-  const auto transfer = TransferTime(bytes, ns_per_kib);
-  if (transfer > kPutEndExpectedWithin) {
-    reply.next_request_after = transfer;
+  const std::chrono::microseconds took = transfer.Time();
+  if (took > kPutEndExpectedWithin) {
+    reply.next_request_after = took;
   } else if (method == rpc::PUT_START) {
     reply.next_request_within = kPutEndExpectedWithin;
   }
@@ -214,18 +227,17 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
       return Serve<rpc::DrainSegment>("drain segment", meta, mc,
                                       [&](const auto& r) { return c.DrainSegment(r, now); });
     case rpc::PUT_START: {
-      uint64_t bytes = 0;
-      uint32_t pace = 0;
+      Transfer write;
       rpc::Reply reply =
           ServeKeys<rpc::PutStart>("put start", meta, mc, caller, [&](const auto& r) {
             ReleasePiggybacked(c, r, now);
-            for (const rpc::PutItem& item : r.items()) bytes += item.size();
-            pace = r.write_pace_ns_per_kib();
+            for (const rpc::PutItem& item : r.items()) write.Add(item.size());
+            write.ns_per_kib = r.write_pace_ns_per_kib();
             auto started = c.PutStart(r, now);
             if (started.ok() && !caller.privileged) grants_.Attach(*started, rpc::UnixMillisNow());
             return started;
           });
-      HintNextRequest(method, bytes, pace, reply);
+      HintNextRequest(method, write, reply);
       return reply;
     }
     case rpc::PUT_END:
@@ -246,20 +258,19 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
         return c.PutEnd(stripped, now, marks);
       });
     case rpc::GET_REPLICA_LIST: {
-      uint64_t bytes = 0;
-      uint32_t pace = 0;
+      Transfer read;
       rpc::Reply reply =
           ServeKeys<rpc::KeysRequest>("get replica list", meta, mc, caller, [&](const auto& r) {
             ReleasePiggybacked(c, r, now);
             rpc::GetReplicaListReply located = c.GetReplicaList(r, now);
             if (!caller.privileged && !r.no_lease()) grants_.Attach(located, rpc::UnixMillisNow());
             for (const rpc::ObjectLocation& o : located.objects()) {
-              if (o.code() == 0) bytes += o.size();
+              if (o.code() == 0) read.Add(o.size());
             }
-            pace = r.read_pace_ns_per_kib();
+            read.ns_per_kib = r.read_pace_ns_per_kib();
             return located;
           });
-      HintNextRequest(method, bytes, pace, reply);
+      HintNextRequest(method, read, reply);
       return reply;
     }
     case rpc::EXISTS:

@@ -439,6 +439,21 @@ TEST_F(MasterServiceDispatchTest, HintsWhenTheNextRequestFollowsFromTheClientsPa
   rpc::Reply slow = put_start("c", 4000);
   EXPECT_EQ(slow.next_request_within.count(), 0);
   EXPECT_EQ(slow.next_request_after, std::chrono::microseconds(1024));
+  // Sizes and paces from the wire at their extremes: a sum that saturates, a time capped at 1 s.
+  {
+    rpc::PutStart ps;
+    ps.set_client_id("c");
+    for (const char* key : {"huge-1", "huge-2"}) {
+      rpc::PutItem* item = ps.add_items();
+      item->set_key(key);
+      item->set_size(UINT64_MAX);
+    }
+    ps.set_write_pace_ns_per_kib(UINT32_MAX);
+    rpc::Reply huge = service_.Dispatch(rpc::PUT_START, ps.SerializeAsString());
+    ASSERT_EQ(huge.code, ErrorCode::OK);  // each item is refused on its own
+    EXPECT_EQ(huge.next_request_within.count(), 0);
+    EXPECT_EQ(huge.next_request_after, std::chrono::seconds(1));
+  }
   // A refused PUT_START announces nothing.
   rpc::Reply refused = service_.Dispatch(rpc::PUT_START, "\xff");
   EXPECT_EQ(refused.next_request_within.count() + refused.next_request_after.count(), 0);
