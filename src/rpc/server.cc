@@ -118,13 +118,13 @@ void RunPolling(asio::io_context& io, std::chrono::microseconds spin, Plan* plan
     // and engines lost the CPU to it (docs/benchmarks.md, round 15).
     if (SpinUntil(spin, idle_poll) && io.stopped()) return;
     if (plan == nullptr) continue;
-    plan->sleep.store(false, std::memory_order_relaxed);
     // A request announced by a reply (a PUT_END) is polled for until it is due; the handlers
     // run meanwhile may announce later ones.
     while (Clock::now() < plan->until.load(std::memory_order_relaxed)) {
       const auto left = plan->until.load(std::memory_order_relaxed) - Clock::now();
       if (SpinUntil(std::chrono::ceil<std::chrono::microseconds>(left), poll)) return;
     }
+    // Spent: a hint given meanwhile must not cut the poll after the next wake-up short.
     plan->sleep.store(false, std::memory_order_relaxed);
   }
 }

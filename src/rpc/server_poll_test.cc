@@ -17,6 +17,17 @@
 namespace kvpool::rpc {
 namespace {
 
+// Sends "call <i>" as a WRITE on `c`: true when it was answered OK and `service` holds it.
+bool WriteCall(Connection& c, const EchoService& service, int i) {
+  Empty resp;
+  std::string bytes = "call " + std::to_string(i);
+  iovec out{bytes.data(), bytes.size()};
+  const Status st =
+      c.Call(WRITE, Empty(), &resp, {&out, 1}, {}, DeadlineAfter(std::chrono::seconds(5)));
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return st.ok() && service.stored_ == bytes;
+}
+
 // A reply that announces the peer's next request (Reply::next_request_within, the master's
 // PUT_START) keeps its thread polling for it: the requests that follow are served on the polling
 // thread, and the server still stops at once while a poll is announced for seconds.
@@ -39,15 +50,7 @@ TEST(PinnedServerTest, AnAnnouncedRequestIsPolledForAndStopStillEndsThePoll) {
   auto c = Connection::Connect({"127.0.0.1", server->port()}, "announced",
                                DeadlineAfter(std::chrono::seconds(5)));
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  for (int i = 0; i < 20; ++i) {
-    Empty resp;
-    std::string bytes = "call " + std::to_string(i);
-    iovec out{bytes.data(), bytes.size()};
-    ASSERT_TRUE(
-        (*c)->Call(WRITE, Empty(), &resp, {&out, 1}, {}, DeadlineAfter(std::chrono::seconds(5)))
-            .ok());
-    EXPECT_EQ(service.stored_, bytes);
-  }
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(WriteCall(**c, service, i));
   const auto before = Clock::now();
   server->Stop();  // while the thread polls for the request announced last
   EXPECT_LT(Clock::now() - before, std::chrono::seconds(2));
@@ -89,13 +92,7 @@ std::chrono::microseconds CpuOfSpacedCalls(EchoService& service) {
   std::this_thread::sleep_for(std::chrono::milliseconds(30));  // the accept's poll ends
   const auto before = ProcessCpu();
   for (int i = 0; i < 10; ++i) {
-    Empty resp;
-    std::string bytes = "call " + std::to_string(i);
-    iovec out{bytes.data(), bytes.size()};
-    EXPECT_TRUE(
-        (*c)->Call(WRITE, Empty(), &resp, {&out, 1}, {}, DeadlineAfter(std::chrono::seconds(5)))
-            .ok());
-    EXPECT_EQ(service.stored_, bytes);
+    EXPECT_TRUE(WriteCall(**c, service, i));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return ProcessCpu() - before;
