@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -11,6 +12,7 @@
 
 #include "rpc/connection.h"
 #include "rpc/echo_service_test_util.h"
+#include "rpc/receive_low_water.h"
 #include "rpc/server.h"
 
 namespace kvpool::rpc {
@@ -106,6 +108,34 @@ TEST_F(LargePayloadTest, LargeWritesAndZeroCopyReadsRoundTripExact) {
     iovec i[2] = {{in.data(), 3 << 20}, {in.data() + (3 << 20), in.size() - (3 << 20)}};
     ASSERT_TRUE((*c)->Call(READ, Empty(), &resp, {}, i, Soon()).ok());
     EXPECT_EQ(in, out) << "round " << round;
+  }
+}
+
+// A request's payload is read with the mark from ReceiveLowWater::kMinRequestPayload on (a
+// put's 4 x 256 KiB at a node): sizes around that bound and the reply's, sent whole and sent in
+// pieces with pauses between them (the mark must never wait for more than is left), arrive
+// exact and are answered.
+TEST_F(LargePayloadTest, RequestPayloadsAroundTheLowWaterBoundsArriveWholeEvenWhenSentSlowly) {
+  auto c = Connection::Connect(ep_, "t", Soon());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const uint64_t min = ReceiveLowWater::kMinRequestPayload;
+  const uint64_t reply_min = ReceiveLowWater::kMinReplyPayload;
+  const std::vector<uint64_t> sizes = {min - 1, min, (1u << 20) + 4097, reply_min - 1};
+  for (size_t n = 0; n < sizes.size(); ++n) {
+    for (bool slowly : {false, true}) {
+      const std::string out = Pattern(sizes[n], static_cast<int>(n));
+      iovec o{const_cast<char*>(out.data()), out.size()};
+      // Four pieces, 20 ms apart when slowly: the server waits on a partly arrived payload.
+      const std::vector<uint64_t> marks = {0, out.size() / 4, out.size() / 2, out.size() * 3 / 4};
+      const std::function<void(size_t)> pause = [&](size_t k) {
+        if (slowly && k > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      };
+      const PayloadPieces pieces{marks, &pause};
+      Empty resp;
+      Status st = (*c)->Call(WRITE, Empty(), &resp, {&o, 1}, {}, Soon(), &pieces);
+      ASSERT_TRUE(st.ok()) << sizes[n] << " bytes, slowly=" << slowly << ": " << st.ToString();
+      ASSERT_EQ(service_.stored_, out) << sizes[n] << " bytes, slowly=" << slowly;
+    }
   }
 }
 
