@@ -306,7 +306,7 @@ Status Connection::Fail(Status st) {
 Status Connection::MoveAll(std::span<iovec> iov, Deadline deadline, bool send) {
   if (ssl_ != nullptr) return MoveAllTls(iov, deadline, send);
   uint64_t left = send ? 0 : TotalLength(iov);
-  ReceiveLowWater low_water(fd_, left);
+  ReceiveLowWater low_water = ReceiveLowWater::ForReply(fd_, left);
   size_t i = 0;
   while (i < iov.size()) {
     if (iov[i].iov_len == 0) {

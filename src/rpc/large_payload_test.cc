@@ -111,16 +111,17 @@ TEST_F(LargePayloadTest, LargeWritesAndZeroCopyReadsRoundTripExact) {
   }
 }
 
-// A request's payload is read with the mark from ReceiveLowWater::kMinRequestPayload on (a
-// put's 4 x 256 KiB at a node): sizes around that bound and the reply's, sent whole and sent in
-// pieces with pauses between them (the mark must never wait for more than is left), arrive
-// exact and are answered.
+// Payloads are read with the mark from ReceiveLowWater::kMinPayload on (a put's 4 x 256 KiB at
+// a node): sizes around that bound and kSmallReplyPayload, sent whole and sent in pieces with
+// pauses between them (the mark must never wait for more than is left), arrive exact, and read
+// back exact through a reply.
 TEST_F(LargePayloadTest, RequestPayloadsAroundTheLowWaterBoundsArriveWholeEvenWhenSentSlowly) {
   auto c = Connection::Connect(ep_, "t", Soon());
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  const uint64_t min = ReceiveLowWater::kMinRequestPayload;
-  const uint64_t reply_min = ReceiveLowWater::kMinReplyPayload;
-  const std::vector<uint64_t> sizes = {min - 1, min, (1u << 20) + 4097, reply_min - 1};
+  const uint64_t min = ReceiveLowWater::kMinPayload;
+  const uint64_t small_reply = ReceiveLowWater::kSmallReplyPayload;
+  const std::vector<uint64_t> sizes = {min - 1, min, (1u << 20) + 4097, small_reply - 1,
+                                       small_reply};
   for (size_t n = 0; n < sizes.size(); ++n) {
     for (bool slowly : {false, true}) {
       const std::string out = Pattern(sizes[n], static_cast<int>(n));
@@ -135,6 +136,10 @@ TEST_F(LargePayloadTest, RequestPayloadsAroundTheLowWaterBoundsArriveWholeEvenWh
       Status st = (*c)->Call(WRITE, Empty(), &resp, {&o, 1}, {}, Soon(), &pieces);
       ASSERT_TRUE(st.ok()) << sizes[n] << " bytes, slowly=" << slowly << ": " << st.ToString();
       ASSERT_EQ(service_.stored_, out) << sizes[n] << " bytes, slowly=" << slowly;
+      std::string in(out.size(), '\0');
+      iovec i{in.data(), in.size()};
+      ASSERT_TRUE((*c)->Call(READ, Empty(), &resp, {}, {&i, 1}, Soon()).ok());
+      ASSERT_EQ(in, out) << sizes[n] << " bytes read back, slowly=" << slowly;
     }
   }
 }

@@ -5,12 +5,11 @@
 // once a MiB is queued and reads it in one call: a node receiving a put's payload wakes a
 // fraction as often, and on loopback, where the sender's CPU also runs the receiver's TCP
 // processing and wake-ups, a put of 256 KiB pages moves 13-17 % faster (docs/benchmarks.md,
-// "Fewer wake-ups per received payload"). A request's payload (a put's, at a node) is read
-// this way from 256 KiB on, a reply's (a get's, at a client) from 2 MiB: see the two minima
-// below. The mark only changes when readiness is reported; a
-// non-blocking read still returns whatever has arrived, and the mark never exceeds what is left
-// to read, so the last bytes wake the receiver as soon as they are all there. The kernel caps it
-// at half the socket's largest receive buffer.
+// "Fewer wake-ups per received payload"). Payloads from 256 KiB on are read this way; a
+// reply's reader keeps a lower mark below 2 MiB (ForReply). The mark only changes when
+// readiness is reported; a non-blocking read still returns whatever has arrived, and the mark
+// never exceeds what is left to read, so the last bytes wake the receiver as soon as they are
+// all there. The kernel caps it at half the socket's largest receive buffer.
 //
 // Threading: not thread-safe; used by the socket's reader, for the length of one payload.
 #pragma once
@@ -25,20 +24,26 @@ namespace kvpool::rpc {
 class ReceiveLowWater {
  public:
   static constexpr uint64_t kMark = uint64_t{1} << 20;
-  // Payloads smaller than this keep the default (1 byte). A reply's reader (the client of a
-  // get) copies what has arrived while the rest is still being sent, which a mark would stop:
-  // from 2 marks on there is little overlap to lose.
-  static constexpr uint64_t kMinReplyPayload = 2 * kMark;
-  // A request's reader (a node taking a put's payload) answers only once all of it is in, so
-  // being woken once for the whole payload costs it nothing: with payloads from 256 KiB on
-  // the node takes a 4 x 256 KiB put in fewer reads and wake-ups (docs/benchmarks.md, "One
+  // Payloads smaller than this keep the default (1 byte).
+  static constexpr uint64_t kMinPayload = uint64_t{256} << 10;
+  // A reply's reader (the client of a get) copies what has arrived while the rest is still
+  // being sent: below this size its mark stays at kMinPayload, so a 1 MiB reply still comes out
+  // in four reads that overlap the send (a mark of the whole MiB cost gets of 4 x 256 KiB a
+  // fifth of their speed; one of 256 KiB made them ~8 % faster: docs/benchmarks.md, "One
   // wake-up per put payload").
-  static constexpr uint64_t kMinRequestPayload = uint64_t{256} << 10;
+  static constexpr uint64_t kSmallReplyPayload = 2 * kMark;
 
+  // For the reader of a request's payload (a node taking a put's bytes): it answers only once
+  // all of it is in, so it is woken for the whole payload up to kMark at a time.
   // `fd`: a TCP socket (any other kind ignores the option). `total`: the payload's length.
-  // Payloads under `min_payload` keep the default.
-  ReceiveLowWater(int fd, uint64_t total, uint64_t min_payload = kMinReplyPayload)
-      : fd_(total >= min_payload ? fd : -1) {}
+  static ReceiveLowWater ForRequest(int fd, uint64_t total) {
+    return ReceiveLowWater(total >= kMinPayload ? fd : -1, kMark);
+  }
+  // For the reader of a reply's payload (a client taking a get's bytes); see kSmallReplyPayload.
+  static ReceiveLowWater ForReply(int fd, uint64_t total) {
+    return ReceiveLowWater(total >= kMinPayload ? fd : -1,
+                           total >= kSmallReplyPayload ? kMark : kMinPayload);
+  }
   ~ReceiveLowWater() { Set(1); }
   ReceiveLowWater(const ReceiveLowWater&) = delete;
   ReceiveLowWater& operator=(const ReceiveLowWater&) = delete;
@@ -47,7 +52,7 @@ class ReceiveLowWater {
   void Forget() { fd_ = -1; }
 
   // Before waiting for readiness with `left` bytes of the payload still to read.
-  void Before(uint64_t left) { Set(static_cast<int>(std::clamp<uint64_t>(left, 1, kMark))); }
+  void Before(uint64_t left) { Set(static_cast<int>(std::clamp<uint64_t>(left, 1, cap_))); }
 
  private:
   void Set(int mark) {
@@ -56,7 +61,10 @@ class ReceiveLowWater {
     mark_ = mark;
   }
 
-  int fd_;  // -1: a small payload, or a socket closed under it: nothing to do
+  ReceiveLowWater(int fd, uint64_t cap) : fd_(fd), cap_(cap) {}
+
+  int fd_;        // -1: a small payload, or a socket closed under it: nothing to do
+  uint64_t cap_;  // the highest mark asked for
   int mark_ = 1;
 };
 
