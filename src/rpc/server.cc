@@ -136,6 +136,7 @@ Server::Server(ServerOptions options, Service* service)
       service_(service),
       ios_(MakeContexts(options_)),
       poll_plans_(std::make_unique<PollPlan[]>(ios_.size())),
+      accept_strand_(asio::make_strand(*ios_.front())),
       acceptor_(*ios_.front()) {}
 
 Server::~Server() { Stop(); }
@@ -219,7 +220,7 @@ Status Server::Start() {
         "and overwrite the pool. Set --auth_secret_file FILE or ${} (docs/security.md).",
         options_.name, options_.host, bound_port_, kAuthSecretEnv);
   }
-  asio::co_spawn(*ios_.front(), AcceptLoop(), asio::detached);
+  asio::co_spawn(accept_strand_, AcceptLoop(), asio::detached);
   const int n = std::max(1, options_.threads);
   for (int i = 0; i < n; ++i) {
     asio::io_context* io = ios_[static_cast<size_t>(i) % ios_.size()].get();
@@ -236,7 +237,7 @@ Status Server::Start() {
 
 void Server::Stop() {
   if (stopped_.exchange(true)) return;
-  asio::post(*ios_.front(), [this] {
+  asio::post(accept_strand_, [this] {
     asio::error_code ec;
     acceptor_.close(ec);
   });

@@ -321,6 +321,9 @@ class Server {
     std::atomic<bool> sleep{false};  // end the idle poll now (Reply::next_request_after)
   };
   std::unique_ptr<PollPlan[]> poll_plans_;
+  // The accept loop and Stop's close of the acceptor run here: without pinning, several
+  // threads run ios_.front(), and a close on one raced the loop's next accept on another.
+  asio::strand<asio::io_context::executor_type> accept_strand_;
   asio::ip::tcp::acceptor acceptor_;
   std::vector<std::thread> threads_;
   std::atomic<bool> stopped_{false};
