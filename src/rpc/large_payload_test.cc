@@ -115,7 +115,7 @@ TEST_F(LargePayloadTest, LargeWritesAndZeroCopyReadsRoundTripExact) {
 // a node): sizes around that bound and kSmallReplyPayload, sent whole and sent in pieces with
 // pauses between them (the mark must never wait for more than is left), arrive exact, and read
 // back exact through a reply.
-TEST_F(LargePayloadTest, RequestPayloadsAroundTheLowWaterBoundsArriveWholeEvenWhenSentSlowly) {
+TEST_F(LargePayloadTest, PayloadsAroundTheLowWaterBoundsArriveWholeEvenWhenSentSlowly) {
   auto c = Connection::Connect(ep_, "t", Soon());
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   const uint64_t min = ReceiveLowWater::kMinPayload;

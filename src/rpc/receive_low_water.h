@@ -48,6 +48,10 @@ class ReceiveLowWater {
   ReceiveLowWater(const ReceiveLowWater&) = delete;
   ReceiveLowWater& operator=(const ReceiveLowWater&) = delete;
 
+  // False for a payload too small for a mark (or a socket forgotten): the reader may read it
+  // the plain way.
+  bool active() const { return fd_ >= 0; }
+
   // The socket was closed meanwhile (its descriptor may already name another): leave it be.
   void Forget() { fd_ = -1; }
 

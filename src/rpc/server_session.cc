@@ -184,7 +184,7 @@ namespace server_streams {
 asio::awaitable<IoResult> PlainStream::ReadAll(const std::vector<asio::mutable_buffer>& buffers) {
   uint64_t left = asio::buffer_size(buffers);
   ReceiveLowWater low_water = ReceiveLowWater::ForRequest(socket_.native_handle(), left);
-  if (left < ReceiveLowWater::kMinPayload) {
+  if (!low_water.active()) {
     co_return co_await asio::async_read(socket_, buffers, TransferAllInLargeCalls, kUseTuple);
   }
   // async_read_some reads what has arrived (one readv); the low-water mark decides how much
