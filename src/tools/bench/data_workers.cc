@@ -246,7 +246,9 @@ Status RegisteredPages::Register() {
   return Status::Ok();
 }
 
-void RegisteredPages::Poison() { std::memset(base_, 0xA5, page_bytes_ * pages_); }
+void RegisteredPages::Poison(size_t count) {
+  std::memset(base_, 0xA5, page_bytes_ * std::min(count, pages_));
+}
 
 std::string WorkerKeyBase(const RowContext& ctx, const char* workload, uint64_t page, int batch,
                           int thread) {

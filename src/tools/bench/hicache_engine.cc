@@ -55,7 +55,7 @@ Result<size_t> Engine::ReadPages(const std::vector<uint64_t>& chain, size_t from
     const double side0 = ThreadCpuSeconds();
     std::vector<std::string> keys = Keys(chain, from + done, n);
     const bool check = tallies_.get.calls % ctx_.options->verify_every == 0;
-    if (check) pages_->Poison();
+    if (check) pages_->Poison(n);
     tallies_.get.side_cpu_s += ThreadCpuSeconds() - side0;
     std::vector<void*> dst(ptrs.begin(), ptrs.begin() + n);
     const auto t0 = BenchClock::now();
