@@ -29,7 +29,7 @@ class RegisteredPages {
   uint8_t* page(size_t i) const { return base_ + i * page_bytes_; }
   // Fills the first `count` pages (every page by default) with 0xA5 so a get that writes
   // nothing is caught. A check poisons only the pages its get reads: poisoning all of them
-  // cost the demo's engines more CPU than the gets themselves.
+  // cost the demo's engines about as much CPU as their gets' own copies (docs/benchmarks.md).
   void Poison(size_t count = SIZE_MAX);
 
  private:
