@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ import uuid
 
 import numpy as np
 
+import bench_pool  # scripts/: free ports, and build/python on sys.path
 import kvpool
 from kvpool.vllm import JobMetadata, KVPoolSecondaryTier
 
@@ -35,27 +35,15 @@ BLOCK_BYTES = BLOCK_TOKENS * LAYERS * 2 * KV_HEADS * HEAD * DTYPE_BYTES
 BLOCKS_PER_CHUNK = CHUNK_TOKENS // BLOCK_TOKENS
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def wait_port(port: int) -> None:
-    end = time.monotonic() + 20
-    while time.monotonic() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on {port}")
+    if not bench_pool.wait_port(port):
+        raise RuntimeError(f"nothing listens on {port}")
 
 
 def start_pool(node_size: str):
     binary = os.environ.get("KVPOOL_BINARY") or str(
         pathlib.Path(__file__).resolve().parents[1] / "build" / "src" / "tools" / "kvpool")
-    mport, nport = free_port(), free_port()
+    mport, nport = bench_pool.free_port(), bench_pool.free_port()
     procs = [subprocess.Popen([binary, "master", "--rpc_port", str(mport), "--rpc_host",
                                "127.0.0.1", "--metrics_port", "0"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]

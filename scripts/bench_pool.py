@@ -2,7 +2,6 @@
 127.0.0.1, free ports, killed on exit)."""
 import contextlib
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -14,20 +13,8 @@ sys.path.insert(0, os.path.join(ROOT, "build", "python"))
 BINARY = os.environ.get("KVPOOL_BINARY", os.path.join(ROOT, "build", "src", "tools", "kvpool"))
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port, seconds=20):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return True
-        time.sleep(0.02)
-    return False
+from loopback_ports import free_port  # noqa: E402,F401  (also the callers' free_port)
+from loopback_ports import wait_for_port as wait_port  # noqa: E402,F401
 
 
 @contextlib.contextmanager

@@ -12,8 +12,6 @@ import contextlib
 import shutil
 import os
 import pathlib
-import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,6 +22,10 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # fake_pool and friends
 import hide_torch  # noqa: E402,F401  (before anything imports torch)
+
+# The free-port picker the benchmark scripts share (only that module is imported from there).
+sys.path.insert(1, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
+from loopback_ports import free_port, wait_for_port  # noqa: E402,F401
 
 import kvpool  # noqa: E402
 
@@ -38,48 +40,6 @@ def kvpool_binary() -> str:
         return env
     build = pathlib.Path(kvpool.__file__).resolve().parents[2]
     return str(build / "src" / "tools" / "kvpool")
-
-
-def _ephemeral_low() -> int:
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            return int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
-
-
-_handed_out: set = set()
-
-
-def free_port() -> int:
-    """A port free a moment ago on 127.0.0.1, below the kernel's ephemeral range where it can:
-    a port the kernel hands out for bind(0) is also what it hands the next outgoing connection,
-    and one taken that way between this call and the server's bind made a master fail with
-    "Address already in use" (as kvpool::FreeLoopbackPort in C++)."""
-    low = _ephemeral_low()
-    candidates = [random.randrange(10000, low) for _ in range(200)] if low > 11000 else []
-    for port in candidates + [0] * 100:
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            got = s.getsockname()[1]
-        if got not in _handed_out:
-            _handed_out.add(got)
-            return got
-    raise RuntimeError("no free port on 127.0.0.1")
-
-
-def wait_for_port(port: int, timeout: float = 20.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return True
-        except OSError:
-            time.sleep(0.02)
-    return False
 
 
 _live: list = []
