@@ -77,18 +77,6 @@ def tcp_pair_gbps(src, dst, streams, page, repeats=8):
     return repeats * share * streams / dt / 1e9
 
 
-def wait_mounted(master, seconds=120):
-    probe = kvpool.KVPoolStore()
-    assert probe.setup({"master_server_address": master, "global_segment_size": 0}) == 0, \
-        kvpool.last_error()
-    end = time.monotonic() + seconds
-    while not probe.stat()["segments"]:
-        if time.monotonic() > end:
-            raise RuntimeError("the node did not mount")
-        time.sleep(0.01)
-    probe.close()
-
-
 def timed_rounds(fn, rounds, nbytes):
     rates = []
     for r in range(rounds):
@@ -115,7 +103,7 @@ def run_once(args):
         tcp = max(tcp_pair_gbps(src, dst, s, page) for s in (1, 2, 4))
     t0 = time.monotonic()
     with bench_pool.pool(args.segment, args.node_flags) as (master, _):
-        wait_mounted(master)
+        bench_pool.wait_mounted(master)
         mounted_s = time.monotonic() - t0
         store = MooncakeDistributedStore()
         assert store.setup("127.0.0.1", "P2PHANDSHAKE", 0, 16 << 20, "tcp", "", master,

@@ -13,8 +13,7 @@ sys.path.insert(0, os.path.join(ROOT, "build", "python"))
 BINARY = os.environ.get("KVPOOL_BINARY", os.path.join(ROOT, "build", "src", "tools", "kvpool"))
 
 
-from loopback_ports import free_port  # noqa: E402,F401  (also the callers' free_port)
-from loopback_ports import wait_for_port as wait_port  # noqa: E402,F401
+from loopback_ports import free_port, wait_for_port  # noqa: E402
 
 
 @contextlib.contextmanager
@@ -25,7 +24,7 @@ def pool(segment, node_flags=(), master_flags=()):
     procs = [subprocess.Popen([BINARY, "master", "--rpc_port", str(mport), "--rpc_host",
                                "127.0.0.1", "--metrics_port", "0", *master_flags], stdout=log, stderr=log)]
     try:
-        if not wait_port(mport):
+        if not wait_for_port(mport):
             raise RuntimeError("master did not start")
         procs.append(subprocess.Popen(
             [BINARY, "node", "--host", "127.0.0.1", "--port", str(nport), "--master_server_address",
@@ -36,6 +35,22 @@ def pool(segment, node_flags=(), master_flags=()):
         for p in reversed(procs):
             p.kill()
             p.wait()
+
+
+def wait_mounted(master, seconds=120):
+    """Returns once the pool at `master` lists a mounted segment; RuntimeError after `seconds`."""
+    import kvpool
+    probe = kvpool.KVPoolStore()
+    assert probe.setup({"master_server_address": master, "global_segment_size": 0}) == 0, \
+        kvpool.last_error()
+    try:
+        end = time.monotonic() + seconds
+        while not probe.stat()["segments"]:
+            if time.monotonic() > end:
+                raise RuntimeError("the node did not mount")
+            time.sleep(0.01)
+    finally:
+        probe.close()
 
 
 def memcpy_gbps(src, dst, reps=5):

@@ -5,10 +5,12 @@
 # pool with default flags (`kvpool-bench bench` without --master), measures this machine's
 # memcpy and TCP limits beside it, and writes its rows as text and JSON.
 # Usage: scripts/device-figures.sh [KIT_DIR (device-kit)] [OUT_DIR ($OUT, else device-out)]
+# (relative paths: from where it is called; the defaults are in the repository's root).
 set -uo pipefail
-cd "$(dirname "$0")/.."
-kit=${1:-device-kit}
-out=${2:-${OUT:-device-out}}
+root=$(cd "$(dirname "$0")/.." && pwd)
+# Absolute: the pool's processes load the kit's libraries wherever they run.
+kit=$(realpath -m "${1:-${root}/device-kit}")
+out=$(realpath -m "${2:-${OUT:-${root}/device-out}}")
 mkdir -p "${out}"
 export LD_LIBRARY_PATH="${kit}/lib"
 bench="${kit}/bin/kvpool-bench"
@@ -28,8 +30,7 @@ run() {  # NAME SECONDS BENCH_FLAGS...
     --json "${out}/${name}.json" "$@" >"${out}/${name}.txt" 2>&1
   local st=$?
   echo "=== ${name} (exit ${st}) ==="
-  grep -E "^(put|get|put-first-fill|hicache[a-z-]*|memcpy|tcp) |turns|lost|wrong|dropped" \
-    "${out}/${name}.txt" || tail -5 "${out}/${name}.txt"
+  cat "${out}/${name}.txt"  # the limits, the rows and any error, as the bench printed them
   [[ ${st} -eq 0 ]] || rc=1
 }
 run remote-256k 120 --mode remote --workload put,get --page_size 256KB --batch 4,32,128 \

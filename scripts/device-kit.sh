@@ -5,10 +5,11 @@
 # installs). The kit is ignored by git; the device tool carries it (docs/benchmarks.md,
 # "Figures from a machine with more cores").
 # Usage: scripts/device-kit.sh [BUILD_DIR (build)] [KIT_DIR (device-kit)]
+# (relative paths: from where it is called; the defaults are in the repository's root).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-build=${1:-build}
-kit=${2:-device-kit}
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(realpath -m "${1:-${root}/build}")
+kit=$(realpath -m "${2:-${root}/device-kit}")
 bin="${build}/src/tools/kvpool-bench"
 [[ -x "${bin}" ]] || { echo "no ${bin}: build it first (ninja -C ${build} kvpool-bench)" >&2; exit 1; }
 rm -rf "${kit}"
