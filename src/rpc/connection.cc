@@ -254,6 +254,43 @@ Status Connection::WaitToRead(Deadline deadline) {
   return readable ? Status::Ok() : WaitReady(POLLIN, deadline);
 }
 
+Status Connection::ReadReplyHead(uint8_t* header, std::string& ahead, size_t* ahead_len,
+                                 Deadline deadline) {
+  size_t got = 0;
+  ssize_t n = 0;
+  auto read_more = [&] {
+    iovec v[2];
+    int count = 0;
+    if (got < kFrameHeaderBytes) v[count++] = {header + got, kFrameHeaderBytes - got};
+    const size_t in_ahead = got > kFrameHeaderBytes ? got - kFrameHeaderBytes : 0;
+    v[count++] = {ahead.data() + in_ahead, ahead.size() - in_ahead};
+    n = ::readv(fd_, v, count);
+    return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+  };
+  while (got < kFrameHeaderBytes) {
+    if (!read_more()) {
+      if (errno == EINTR) continue;
+      // Nothing there yet: poll by reading (the read that finds the reply takes it), then sleep.
+      const auto budget = std::exchange(spin_budget_, std::chrono::microseconds{0});
+      if (budget.count() <= 0 || !SpinUntil(budget, read_more)) {
+        KVPOOL_RETURN_IF_ERROR(WaitReady(POLLIN, deadline));
+        continue;
+      }
+    }
+    if (n == 0) {
+      return Status(ErrorCode::RPC_FAIL,
+                    fmt::format("connection to {} closed by peer", endpoint_.ToString()));
+    }
+    if (n < 0) {
+      return Status(ErrorCode::RPC_FAIL,
+                    fmt::format("receive from {}: {}", endpoint_.ToString(), strerror(errno)));
+    }
+    got += static_cast<size_t>(n);
+  }
+  *ahead_len = got - kFrameHeaderBytes;
+  return Status::Ok();
+}
+
 Status Connection::WaitReady(short events, Deadline deadline) {
   // Zero-copy completions on the error queue would wake poll() (POLLERR) until reaped.
   if (zero_copy_.outstanding() > 0) zero_copy_.Reap(fd_);
@@ -443,9 +480,15 @@ Status Connection::Call(Method method, const google::protobuf::MessageLite& requ
   if (!st.ok()) return Fail(st);
 
   uint8_t rheader[kFrameHeaderBytes];
-  iovec hv{rheader, kFrameHeaderBytes};
+  size_t meta_ahead = 0;       // bytes of the reply's meta read along with its header
   spin_budget_ = reply_spin_;  // the reply is likely microseconds away: poll before sleeping
-  st = MoveAll({&hv, 1}, deadline, /*send=*/false);
+  if (ssl_ == nullptr && response_payload.empty()) {
+    meta_buf_.resize(kReplyReadAhead);
+    st = ReadReplyHead(rheader, meta_buf_, &meta_ahead, deadline);
+  } else {  // a payload follows the meta straight into the caller's memory: no read-ahead
+    iovec hv{rheader, kFrameHeaderBytes};
+    st = MoveAll({&hv, 1}, deadline, /*send=*/false);
+  }
   spin_budget_ = std::chrono::microseconds{0};
   if (!st.ok()) return Fail(st);
   auto rh = DecodeFrameHeader(rheader, limits_);
@@ -456,10 +499,19 @@ Status Connection::Call(Method method, const google::protobuf::MessageLite& requ
         fmt::format("{} answered request {} method {} with request {} method {}",
                     endpoint_.ToString(), h.request_id, h.method, rh->request_id, rh->method)));
   }
-  meta_buf_.resize(rh->meta_len);
-  iovec mv{meta_buf_.data(), meta_buf_.size()};
-  st = MoveAll({&mv, 1}, deadline, /*send=*/false);
-  if (!st.ok()) return Fail(st);
+  // Bytes read past the meta belong to a payload, which fails the checks below as it would
+  // have unread; past a reply without one they are a peer out of step.
+  if (meta_ahead > rh->meta_len && rh->payload_len == 0) {
+    return Fail(
+        Status(ErrorCode::RPC_FAIL, fmt::format("{} sent bytes past its reply to request {}",
+                                                endpoint_.ToString(), h.request_id)));
+  }
+  meta_buf_.resize(rh->meta_len);  // keeps the meta_ahead bytes already in place
+  if (rh->meta_len > meta_ahead) {
+    iovec mv{meta_buf_.data() + meta_ahead, rh->meta_len - meta_ahead};
+    st = MoveAll({&mv, 1}, deadline, /*send=*/false);
+    if (!st.ok()) return Fail(st);
+  }
 
   if (rh->status != 0) {
     ErrorInfo info;

@@ -128,6 +128,12 @@ class Connection {
   // The wait of a read that found nothing: polls for up to what is left of `spin_budget_`
   // (then spent), then sleeps in poll() until `deadline`.
   Status WaitToRead(Deadline deadline);
+  // Reads a reply's frame header into `header` (kFrameHeaderBytes) and, in the same reads,
+  // what has come of the bytes after it into `ahead` (up to its size; `*ahead_len` says how
+  // many): a small reply that is there takes one system call instead of a look and two reads.
+  // Only for a reply that carries no payload, so that every byte read belongs to it. Polls as
+  // WaitToRead does, with the read itself.
+  Status ReadReplyHead(uint8_t* header, std::string& ahead, size_t* ahead_len, Deadline deadline);
   // Waits for `events` until `deadline`, or until stall_ passes without them (see
   // set_stall_timeout).
   Status WaitReady(short events, Deadline deadline);
@@ -139,9 +145,12 @@ class Connection {
   uint64_t next_request_id_ = 1;
   std::chrono::microseconds reply_spin_;
   std::chrono::microseconds spin_budget_{0};  // reply_spin_ while a call awaits its reply
-  std::string meta_buf_;                      // reused between calls
-  Clock::duration stall_{0};                  // see set_stall_timeout
-  ZeroCopySends zero_copy_;                   // this socket's zero-copy sends (plain TCP only)
+  // Bytes of a payload-less reply's meta read with its header (ReadReplyHead): most control
+  // replies fit.
+  static constexpr size_t kReplyReadAhead = 4096;
+  std::string meta_buf_;      // reused between calls
+  Clock::duration stall_{0};  // see set_stall_timeout
+  ZeroCopySends zero_copy_;   // this socket's zero-copy sends (plain TCP only)
 };
 
 }  // namespace kvpool::rpc

@@ -111,15 +111,20 @@ using server_detail::TransferAllInLargeCalls;
 namespace server_streams {
 
 // Plain TCP: gathered writes and scattered reads straight on the socket.
+//
+// A small read (a frame's header) takes up to kReadAheadBytes of what has arrived, so that a
+// request's header and meta, sent together, come in one system call instead of two; later
+// reads take the rest from there first. At most kReadAheadBytes of a payload are copied this
+// way; the rest of it is read straight into its destination.
 class PlainStream : public ServerStream {
  public:
+  static constexpr size_t kReadAheadBytes = 4096;
+
   explicit PlainStream(asio::ip::tcp::socket& socket, uint64_t zero_copy_min_bytes = 0,
                        ZeroCopyCounters* zero_copy_counters = nullptr)
       : socket_(socket), zero_copy_(zero_copy_min_bytes, zero_copy_counters) {}
   asio::awaitable<IoResult> ReadAll(const std::vector<asio::mutable_buffer>& buffers) override;
-  asio::awaitable<IoResult> ReadSome(asio::mutable_buffer buffer) override {
-    co_return co_await socket_.async_read_some(buffer, kUseTuple);
-  }
+  asio::awaitable<IoResult> ReadSome(asio::mutable_buffer buffer) override;
   asio::awaitable<IoResult> WriteAll(const std::vector<asio::const_buffer>& buffers) override {
     co_return co_await asio::async_write(socket_, buffers, TransferAllInLargeCalls, kUseTuple);
   }
@@ -131,8 +136,14 @@ class PlainStream : public ServerStream {
   }
 
  private:
+  // Copies read-ahead bytes into `buffer`; returns how many.
+  size_t TakeAhead(asio::mutable_buffer buffer);
+
   asio::ip::tcp::socket& socket_;
   ZeroCopySends zero_copy_;
+  std::unique_ptr<char[]> ahead_;  // kReadAheadBytes, allocated by the first small read
+  size_t ahead_from_ = 0;          // bytes of ahead_ not yet taken: [ahead_from_, ahead_to_)
+  size_t ahead_to_ = 0;
 };
 
 class TlsStream : public ServerStream {

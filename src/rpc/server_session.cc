@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <asio/experimental/awaitable_operators.hpp>
 #include <asio/experimental/concurrent_channel.hpp>
+#include <cstring>
 #include <span>
 
 #include "common/tenant_key.h"
@@ -181,17 +182,48 @@ asio::awaitable<bool> Server::SendReply(ServerStream& stream, const FrameHeader&
 
 namespace server_streams {
 
+size_t PlainStream::TakeAhead(asio::mutable_buffer buffer) {
+  const size_t n = std::min(buffer.size(), ahead_to_ - ahead_from_);
+  if (n > 0) std::memcpy(buffer.data(), ahead_.get() + ahead_from_, n);
+  ahead_from_ += n;
+  return n;
+}
+
+asio::awaitable<IoResult> PlainStream::ReadSome(asio::mutable_buffer buffer) {
+  if (ahead_from_ < ahead_to_) co_return IoResult{asio::error_code{}, TakeAhead(buffer)};
+  if (buffer.size() >= kReadAheadBytes)
+    co_return co_await socket_.async_read_some(buffer, kUseTuple);
+  if (ahead_ == nullptr) ahead_ = std::make_unique<char[]>(kReadAheadBytes);
+  auto [ec, n] =
+      co_await socket_.async_read_some(asio::buffer(ahead_.get(), kReadAheadBytes), kUseTuple);
+  if (ec) co_return IoResult{ec, 0};
+  ahead_from_ = 0;
+  ahead_to_ = n;
+  co_return IoResult{asio::error_code{}, TakeAhead(buffer)};
+}
+
 asio::awaitable<IoResult> PlainStream::ReadAll(const std::vector<asio::mutable_buffer>& buffers) {
-  uint64_t left = asio::buffer_size(buffers);
-  ReceiveLowWater low_water = ReceiveLowWater::ForRequest(socket_.native_handle(), left);
-  if (!low_water.active()) {
-    co_return co_await asio::async_read(socket_, buffers, TransferAllInLargeCalls, kUseTuple);
-  }
-  // async_read_some reads what has arrived (one readv); the low-water mark decides how much
-  // must have arrived before the socket is reported readable again.
+  const uint64_t total = asio::buffer_size(buffers);
   std::vector<asio::mutable_buffer> rest(buffers);
   size_t first = 0;
   size_t got = 0;
+  while (ahead_from_ < ahead_to_ && first < rest.size()) {
+    const size_t n = TakeAhead(rest[first]);
+    got += n;
+    first = Consume(rest, first, n);
+  }
+  uint64_t left = total - got;
+  if (left == 0) co_return IoResult{asio::error_code{}, got};
+  // The mark follows the payload's whole size, so a payload whose head came ahead reads as it
+  // would have.
+  ReceiveLowWater low_water = ReceiveLowWater::ForRequest(socket_.native_handle(), total);
+  if (!low_water.active()) {
+    std::span<const asio::mutable_buffer> pending(rest.data() + first, rest.size() - first);
+    auto [ec, n] = co_await asio::async_read(socket_, pending, TransferAllInLargeCalls, kUseTuple);
+    co_return IoResult{ec, got + n};
+  }
+  // async_read_some reads what has arrived (one readv); the low-water mark decides how much
+  // must have arrived before the socket is reported readable again.
   while (left > 0) {
     low_water.Before(left);
     std::span<const asio::mutable_buffer> pending(rest.data() + first, rest.size() - first);

@@ -139,6 +139,26 @@ TEST_F(ServerTest, PayloadRoundTripsScatterGather) {
   EXPECT_EQ(std::string(x, 4) + std::string(y, 7), "hello world");
 }
 
+// Frames that come in one segment are all answered, in order: the server's read-ahead may hold
+// the next frame's bytes when it has read one.
+TEST_F(ServerTest, FramesSentTogetherAreEachAnswered) {
+  int fd = RawConnect();
+  ASSERT_TRUE(RawHello(fd));
+  std::string frames;
+  for (int i = 0; i < 3; ++i) frames += FrameBytes(READ, "");
+  ASSERT_TRUE(WriteAll(fd, frames));
+  for (int i = 0; i < 3; ++i) {
+    uint8_t rb[kFrameHeaderBytes];
+    ASSERT_EQ(::recv(fd, rb, sizeof(rb), MSG_WAITALL), static_cast<ssize_t>(sizeof(rb))) << i;
+    auto r = DecodeFrameHeader(rb, FrameLimits());
+    ASSERT_TRUE(r.ok() && r->is_response() && r->status == 0) << "reply " << i;
+    std::string rest(r->meta_len + r->payload_len, '\0');
+    ASSERT_TRUE(rest.empty() || ::recv(fd, rest.data(), rest.size(), MSG_WAITALL) ==
+                                    static_cast<ssize_t>(rest.size()));
+  }
+  ::close(fd);
+}
+
 TEST_F(ServerTest, ErrorResponseCarriesCodeAndMessage) {
   auto c = Connection::Connect(ep_, "t", Soon());
   ASSERT_TRUE(c.ok());
