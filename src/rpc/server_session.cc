@@ -204,6 +204,10 @@ asio::awaitable<IoResult> PlainStream::ReadSome(asio::mutable_buffer buffer) {
 
 asio::awaitable<IoResult> PlainStream::ReadAll(const std::vector<asio::mutable_buffer>& buffers) {
   const uint64_t total = asio::buffer_size(buffers);
+  ReceiveLowWater low_water = ReceiveLowWater::ForRequest(socket_.native_handle(), total);
+  if (!low_water.active() && ahead_from_ == ahead_to_) {  // nothing ahead: read in place
+    co_return co_await asio::async_read(socket_, buffers, TransferAllInLargeCalls, kUseTuple);
+  }
   std::vector<asio::mutable_buffer> rest(buffers);
   size_t first = 0;
   size_t got = 0;
@@ -214,9 +218,8 @@ asio::awaitable<IoResult> PlainStream::ReadAll(const std::vector<asio::mutable_b
   }
   uint64_t left = total - got;
   if (left == 0) co_return IoResult{asio::error_code{}, got};
-  // The mark follows the payload's whole size, so a payload whose head came ahead reads as it
-  // would have.
-  ReceiveLowWater low_water = ReceiveLowWater::ForRequest(socket_.native_handle(), total);
+  // The mark follows the payload's whole size (above), so a payload whose head came ahead reads
+  // as it would have.
   if (!low_water.active()) {
     std::span<const asio::mutable_buffer> pending(rest.data() + first, rest.size() - first);
     auto [ec, n] = co_await asio::async_read(socket_, pending, TransferAllInLargeCalls, kUseTuple);
