@@ -38,6 +38,7 @@ Result<std::unique_ptr<SegmentHost>> SegmentHost::Start(const SegmentHostOptions
   so.pin_connections = true;
   so.zero_copy_min_bytes = options.zero_copy_min_bytes;
   so.zero_copy_counters = host->service_.zero_copy_counters();
+  so.read_ahead = false;  // WRITEs carry page bytes: each lands in the segment in one copy
   so.security = options.security;
   so.protected_mode = options.protected_mode;
   so.insecure_hint = options.insecure_hint;

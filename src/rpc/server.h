@@ -226,6 +226,11 @@ struct ServerOptions {
   uint64_t zero_copy_min_bytes = kDefaultZeroCopyMinBytes;
   // Where the connections' zero-copy sends are counted (null: nowhere); must outlive the server.
   ZeroCopyCounters* zero_copy_counters = nullptr;
+  // Plain TCP: a frame's first read takes up to 4 KiB, so a request's header and meta come in
+  // one system call (server_streams::PlainStream). Bytes read ahead past the meta are a
+  // payload's head and are copied once more on their way to it: off for a server whose requests
+  // carry page bytes (a segment host's data port), where no byte of a page may be copied twice.
+  bool read_ahead = true;
   FrameLimits limits;
   Clock::duration frame_timeout = std::chrono::seconds(60);      // one frame in and its reply out
   Clock::duration handshake_timeout = std::chrono::seconds(10);  // accept to handshake done

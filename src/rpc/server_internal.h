@@ -112,17 +112,21 @@ namespace server_streams {
 
 // Plain TCP: gathered writes and scattered reads straight on the socket.
 //
-// A small read (a frame's header) takes up to kReadAheadBytes of what has arrived, so that a
-// request's header and meta, sent together, come in one system call instead of two; later
-// reads take the rest from there first. At most kReadAheadBytes of a payload are copied this
-// way; the rest of it is read straight into its destination.
+// With read-ahead (ServerOptions::read_ahead), a small read (a frame's header) takes up to
+// kReadAheadBytes of what has arrived, so that a request's header and meta, sent together, come
+// in one system call instead of two; later reads take the rest from there first. Up to
+// kReadAheadBytes of a payload are then copied once more; the rest of it is read straight into
+// its destination.
 class PlainStream : public ServerStream {
  public:
   static constexpr size_t kReadAheadBytes = 4096;
 
+  // `read_ahead`: see ServerOptions::read_ahead (off: every read goes straight to the socket).
   explicit PlainStream(asio::ip::tcp::socket& socket, uint64_t zero_copy_min_bytes = 0,
-                       ZeroCopyCounters* zero_copy_counters = nullptr)
-      : socket_(socket), zero_copy_(zero_copy_min_bytes, zero_copy_counters) {}
+                       ZeroCopyCounters* zero_copy_counters = nullptr, bool read_ahead = false)
+      : socket_(socket),
+        zero_copy_(zero_copy_min_bytes, zero_copy_counters),
+        read_ahead_(read_ahead) {}
   asio::awaitable<IoResult> ReadAll(const std::vector<asio::mutable_buffer>& buffers) override;
   asio::awaitable<IoResult> ReadSome(asio::mutable_buffer buffer) override;
   asio::awaitable<IoResult> WriteAll(const std::vector<asio::const_buffer>& buffers) override {
@@ -141,6 +145,7 @@ class PlainStream : public ServerStream {
 
   asio::ip::tcp::socket& socket_;
   ZeroCopySends zero_copy_;
+  bool read_ahead_;
   std::unique_ptr<char[]> ahead_;  // kReadAheadBytes, allocated by the first small read
   size_t ahead_from_ = 0;          // bytes of ahead_ not yet taken: [ahead_from_, ahead_to_)
   size_t ahead_to_ = 0;

@@ -83,7 +83,8 @@ asio::awaitable<void> Server::Accepted(asio::ip::tcp::socket socket) {
   }
   SlotLease lease(this, slot);
   if (tls_ == nullptr) {
-    PlainStream stream(socket, options_.zero_copy_min_bytes, options_.zero_copy_counters);
+    PlainStream stream(socket, options_.zero_copy_min_bytes, options_.zero_copy_counters,
+                       options_.read_ahead);
     Watchdog watchdog(ex, stream, options_.name, context.peer);
     slot->stream = &stream;
     watchdog.Arm(options_.handshake_timeout, "handshake not completed in time");
@@ -191,7 +192,7 @@ size_t PlainStream::TakeAhead(asio::mutable_buffer buffer) {
 
 asio::awaitable<IoResult> PlainStream::ReadSome(asio::mutable_buffer buffer) {
   if (ahead_from_ < ahead_to_) co_return IoResult{asio::error_code{}, TakeAhead(buffer)};
-  if (buffer.size() >= kReadAheadBytes)
+  if (!read_ahead_ || buffer.size() >= kReadAheadBytes)
     co_return co_await socket_.async_read_some(buffer, kUseTuple);
   if (ahead_ == nullptr) ahead_ = std::make_unique<char[]>(kReadAheadBytes);
   auto [ec, n] =
