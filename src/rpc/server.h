@@ -25,8 +25,8 @@
 // within `frame_timeout` of its first byte, and a connection silent between frames for
 // `idle_timeout` is closed. Memory follows the bytes received, not the bytes a header announces:
 // metadata is read in chunks into a buffer that grows as they arrive (at most 4 KiB of it
-// before the handshake ends; a plain TCP connection also holds a fixed 4 KiB read-ahead, from
-// its first read). At most `max_handshaking` connections may be in their handshake
+// before the handshake ends; with `read_ahead` a plain TCP connection also holds a fixed 4 KiB
+// read-ahead, from its first read). At most `max_handshaking` connections may be in their handshake
 // at once: a new one closes the oldest (a peer that completes its handshake in time is never
 // shut out by idle ones); at most `max_connections` are open in all, further ones are closed at
 // once.
