@@ -37,6 +37,8 @@ bool Heartbeat::PingOnce() {
     req.set_journal_wait_ms(
         static_cast<uint32_t>(std::chrono::duration_cast<Millis>(wait).count()));
   }
+  const bool remounted_last = remounted_;
+  remounted_ = false;
   auto r = master_->Ping(std::move(req), DeadlineAfter(rpc_timeout_ + wait));
   if (!r.ok()) {
     SetReachable(false, r.status());
@@ -47,7 +49,11 @@ bool Heartbeat::PingOnce() {
   // failed earlier (e.g. refused while a dead predecessor held its name): mount again.
   if (!r->client_known() || (host_ != nullptr && !host_->mounted())) {
     if (on_unknown_) on_unknown_();
-    return false;
+    // Mounted again: the next ping (acknowledging the new master's journal, which calls that
+    // replace or remove objects here wait for) follows at once, not an interval later. Not
+    // twice in a row, so a master that keeps forgetting us is not pinged in a loop.
+    remounted_ = true;
+    return host_ != nullptr && host_->mounted() && !remounted_last;
   }
   if (host_ != nullptr) host_->ApplyJournals(*r);
   return host_ != nullptr;

@@ -57,6 +57,7 @@ class Heartbeat {
   std::function<void()> on_unknown_;
   SegmentHost* const host_;
   std::atomic<bool> reachable_{true};
+  bool remounted_ = false;  // heartbeat thread only: the last ping found us unknown and mounted
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;  // guarded by mu_

@@ -111,8 +111,19 @@ Status MasterCore::UnmountSegment(const rpc::UnmountSegment& req, TimePoint now)
   return Status::Ok();
 }
 
-void MasterCore::FreeReplicas(const Object& o) {
-  for (const ReplicaRef& r : o.replicas()) registry_.Free(r, o.size);
+void MasterCore::NoteFree(std::vector<JournalMark>* frees, uint64_t segment_id, uint64_t seq) {
+  if (frees == nullptr || seq == 0) return;
+  for (JournalMark& m : *frees) {
+    if (m.segment_id == segment_id) {
+      m.seq = std::max(m.seq, seq);
+      return;
+    }
+  }
+  frees->push_back({static_cast<uint32_t>(frees->size()), segment_id, seq});
+}
+
+void MasterCore::FreeReplicas(const Object& o, std::vector<JournalMark>* frees) {
+  for (const ReplicaRef& r : o.replicas()) NoteFree(frees, r.segment_id, registry_.Free(r, o.size));
 }
 
 void MasterCore::FreeUnfinishedPut(const Object& o, int64_t now_ns) {
@@ -126,9 +137,10 @@ void MasterCore::FreeUnfinishedPut(const Object& o, int64_t now_ns) {
   }
 }
 
-void MasterCore::FreeReplicasAfterReaders(const Object& o, int64_t now_ns) {
+void MasterCore::FreeReplicasAfterReaders(const Object& o, int64_t now_ns,
+                                          std::vector<JournalMark>* frees) {
   if (!o.leased(now_ns)) {
-    FreeReplicas(o);
+    FreeReplicas(o, frees);
     return;
   }
   // A reader granted a lease may still be copying these bytes: the space is handed out again

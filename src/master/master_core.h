@@ -140,6 +140,19 @@ class MasterCore {
   // Errors: INVALID_PARAMS (empty client_id); SEGMENT_NOT_FOUND; ILLEGAL_CLIENT.
   Status UnmountSegment(const rpc::UnmountSegment& req, TimePoint now);
 
+  // Where a journal entry was recorded: a call that answers only once hosts applied its entries
+  // (MasterService: a commit held, a replaced or removed object dropped) waits on these with
+  // CommitsAcked.
+  struct JournalMark {
+    uint32_t reply_index;  // the key's code in the reply; for frees, see NoteFree
+    uint64_t segment_id;
+    uint64_t seq;
+  };
+  // Adds the free journalled as `seq` in segment `segment_id` (0: none) to `frees`: one mark per
+  // segment, its latest free (a host applies its journal in order), each with its own
+  // reply_index, so CommitsAcked holds once every segment's host has dropped what was freed.
+  static void NoteFree(std::vector<JournalMark>* frees, uint64_t segment_id, uint64_t seq);
+
   // Reserves space for each item; one result per item. Per item:
   //   OK with replicas: up to replica_num on distinct segments, preferred ones first, then
   //     (on the writer's host first with prefer_alloc_in_same_node) in the order of
@@ -163,7 +176,10 @@ class MasterCore {
   //     unleased objects (never another tenant's), or that it exceeds on its own.
   // Request errors: INVALID_PARAMS (empty client_id, replica_num above kMaxReplicas,
   // group_ids neither empty nor one non-empty id per item: nothing is reserved).
-  Result<rpc::PutStartReply> PutStart(const rpc::PutStart& req, TimePoint now);
+  // `frees` (optional) receives where the frees of the objects its upserts replaced were
+  // journalled (NoteFree), for CommitsAcked; evictions are not noted.
+  Result<rpc::PutStartReply> PutStart(const rpc::PutStart& req, TimePoint now,
+                                      std::vector<JournalMark>* frees = nullptr);
   // Codes for commit_keys, then for revoke_keys, in order. A commit records the object's
   // checksum (commit_checksums[i], 0 when absent), which GetReplicaList returns. Commit: OK (also
   // when already complete and written by this client); OBJECT_NOT_FOUND; ILLEGAL_CLIENT (another
@@ -173,11 +189,6 @@ class MasterCore {
   // `marks` (optional) receives where each commit was journalled, for CommitsAcked: a caller
   // that answers the writer only once a host holds the commit (MasterService) waits on them. A
   // key marked recorded_by_host gets none: a host listed it when its bytes were written.
-  struct JournalMark {
-    uint32_t reply_index;  // the key's code in the reply
-    uint64_t segment_id;
-    uint64_t seq;
-  };
   Result<rpc::CodesReply> PutEnd(const rpc::PutEnd& req, TimePoint now,
                                  std::vector<JournalMark>* marks = nullptr);
 
@@ -209,11 +220,16 @@ class MasterCore {
   rpc::ExistsPrefixReply ExistsPrefix(const rpc::KeysRequest& req, TimePoint now);
   // Per key: OK; OBJECT_HAS_LEASE (leased and not force); REPLICA_IS_NOT_READY (pending, even
   // with force); OBJECT_NOT_FOUND; INVALID_KEY.
-  rpc::CodesReply Remove(const rpc::KeysRequest& req, TimePoint now);
+  // `frees` (optional): as PutStart's, for the removed objects (a forced remove of a leased
+  // object frees it when its leases end: not noted).
+  rpc::CodesReply Remove(const rpc::KeysRequest& req, TimePoint now,
+                         std::vector<JournalMark>* frees = nullptr);
   // Removes every complete object of `tenant` (leased ones only with force; pending ones never;
-  // "" is the default tenant: keys without a tenant prefix, common/tenant_key.h).
+  // "" is the default tenant: keys without a tenant prefix, common/tenant_key.h). `frees` as
+  // Remove's.
   rpc::RemoveAllReply RemoveAll(const rpc::RemoveAll& req, TimePoint now,
-                                std::string_view tenant = {});
+                                std::string_view tenant = {},
+                                std::vector<JournalMark>* frees = nullptr);
   rpc::StatReply Stat() const;
   // One page of a scan over `tenant`'s keys starting with req.prefix() (master_scan.cc;
   // remove_by_regex, list_keys): one ListObjects page of the tenant's namespace (the same
@@ -352,8 +368,10 @@ class MasterCore {
   // OBJECT_NOT_FOUND (`missing` ends that message) or ILLEGAL_CLIENT (another writer's).
   Object* WritersObject(ObjectTable::Shard& shard, std::string_view key, uint32_t writer,
                         std::string_view missing, ErrorCode* code, std::string* msg);
-  ErrorCode RemoveOne(std::string_view key, bool force, int64_t now_ns, std::string* msg);
-  void FreeReplicas(const Object& o);
+  ErrorCode RemoveOne(std::string_view key, bool force, int64_t now_ns, std::string* msg,
+                      std::vector<JournalMark>* frees);
+  // Frees every replica now; notes the frees in `frees` when given (NoteFree).
+  void FreeReplicas(const Object& o, std::vector<JournalMark>* frees = nullptr);
   // KV events: `o` leaves every medium it is on.
   void RecordRemovedObject(const Object& o, KvRemoval why) {
     RecordRemoved(events_, o.key(), HasTier(o.replicas(), kTierDram),
@@ -366,7 +384,8 @@ class MasterCore {
   void FreeUnfinishedPut(const Object& o, int64_t now_ns);
   // FreeReplicas, deferred to the end of the object's read leases while it has any (a forced
   // remove): no reader still copying its bytes finds another object's bytes there.
-  void FreeReplicasAfterReaders(const Object& o, int64_t now_ns);
+  void FreeReplicasAfterReaders(const Object& o, int64_t now_ns,
+                                std::vector<JournalMark>* frees = nullptr);
   // A mount from `from_host` that would replace a segment as its host's restart (same name and
   // endpoint, new client and incarnation) while that segment was mounted from another host and
   // is still mounted (its owner not yet expired after --client_ttl): two hosts announce the same

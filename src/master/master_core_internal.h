@@ -36,9 +36,10 @@ struct MasterCore::PutContext {
   std::vector<std::string_view> preferred;
   std::string_view client_host;
   bool prefer_same_host;
-  int64_t soft_pin_ttl_ns;         // 0: a soft pin never lapses
-  bool keep_soft_pin;              // upsert: the replaced object's soft pin carries over
-  std::vector<uint64_t> excluded;  // ReplicateConfig.excluded_segments, as ids
+  int64_t soft_pin_ttl_ns;          // 0: a soft pin never lapses
+  bool keep_soft_pin;               // upsert: the replaced object's soft pin carries over
+  std::vector<uint64_t> excluded;   // ReplicateConfig.excluded_segments, as ids
+  std::vector<JournalMark>* frees;  // where replaced objects' frees go (may be null)
 };
 
 // What an upsert takes over from the object it replaces (Mooncake's semantics): its hard pin

@@ -168,6 +168,11 @@ void MasterMetrics::RenderRequests(metrics::TextWriter& w) const {
                  "Committed keys a host listed as their bytes arrived: their put waited for no "
                  "journal acknowledgement.",
                  commits_listed_on_write_.value());
+  w.WriteCounter("kvpool_master_frees_unacked_total",
+                 "Segments whose host had not dropped an upserted or removed object within "
+                 "--commit_ack_timeout_ms when the call was answered (a host cut off from the "
+                 "master): a master restart may bring that version back.",
+                 frees_unacked_.value());
   const HousekeepingTotals& h = housekeeping_;
   w.WriteCounter("kvpool_master_clients_expired_total",
                  "Clients and nodes declared dead after --client_ttl of silence.",

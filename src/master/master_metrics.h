@@ -120,6 +120,10 @@ class MasterMetrics {
   // (rpc::PutEnd.recorded_by_host, a pool component's): their commits wait for no journal ack.
   void CommitsListedOnWrite(uint64_t n) { commits_listed_on_write_.Add(n); }
   uint64_t commits_listed_on_write() const { return commits_listed_on_write_.value(); }
+  // Segments whose host had not dropped what an upsert or a remove freed there when its reply
+  // went out, --commit_ack_timeout_ms after it (a host cut off from the master).
+  void FreesUnacked(uint64_t n) { frees_unacked_.Add(n); }
+  uint64_t frees_unacked() const { return frees_unacked_.value(); }
 
   // Prometheus text: the request metrics, housekeeping totals and `pool`'s gauges.
   std::string Render(const PoolGauges& pool) const;
@@ -150,6 +154,7 @@ class MasterMetrics {
   metrics::Counter get_located_bytes_;        // bytes of objects get_replica_list located
   metrics::Counter commits_unacked_;          // see CommitsUnacked
   metrics::Counter commits_listed_on_write_;  // see CommitsListedOnWrite
+  metrics::Counter frees_unacked_;            // see FreesUnacked
   HousekeepingTotals housekeeping_;
 };
 

@@ -228,7 +228,8 @@ const std::vector<MasterFlag>& MasterFlagTable() {
     t.push_back(Duration(
         "--commit_ack_timeout_ms",
         "a put is acknowledged once a replica's host recorded it, or fails "
-        "after this (ms; 0: acknowledge at once)",
+        "after this; an upsert or remove once the old replicas' hosts dropped "
+        "them, or after this (ms; 0: acknowledge at once)",
         [](auto& o) -> auto& { return o.commit_ack_timeout; }, Range{0, 60000, "milliseconds"}));
     t.push_back(Duration(
         "--default_kv_lease_ttl", "read lease in milliseconds",

@@ -53,9 +53,11 @@ struct MasterOptions {
   // its object list (segment journal), so a master that crashes or loses its leadership right
   // after the acknowledgement loses no acknowledged put: the next master rebuilds from those
   // lists. A key whose commit no host recorded within this long gets RPC_TIMEOUT (the object
-  // stays committed here; a retried put finds it). Flag --commit_ack_timeout_ms. Default
-  // 1000 ms; range 0 .. 60000 (0: acknowledge at once, as before: a failover may lose the puts
-  // of its last moments).
+  // stays committed here; a retried put finds it). An upsert that replaced objects, a remove
+  // and a remove-all likewise wait for the hosts of the freed replicas to drop them, at most this
+  // long (then they are answered as they are). Flag --commit_ack_timeout_ms. Default 1000 ms;
+  // range 0 .. 60000 (0: acknowledge at once, as before: a failover may lose the puts of its
+  // last moments, or bring back what they replaced).
   std::chrono::milliseconds commit_ack_timeout{1000};
   // Read lease granted by GetReplicaList. Flag --default_kv_lease_ttl, in milliseconds like
   // Mooncake's. Default 10000 ms; range 1 ms .. 1 h.

@@ -13,7 +13,8 @@
 
 namespace kvpool::master {
 
-Result<rpc::PutStartReply> MasterCore::PutStart(const rpc::PutStart& req, TimePoint now) {
+Result<rpc::PutStartReply> MasterCore::PutStart(const rpc::PutStart& req, TimePoint now,
+                                                std::vector<JournalMark>* frees) {
   if (req.client_id().empty()) {
     return Status(ErrorCode::INVALID_PARAMS, "put start: client_id is empty");
   }
@@ -36,8 +37,9 @@ Result<rpc::PutStartReply> MasterCore::PutStart(const rpc::PutStart& req, TimePo
       cfg.prefer_alloc_in_same_node(),
       static_cast<int64_t>(std::min<uint64_t>(cfg.soft_pin_ttl_ms(), kMaxSoftPinTtlMs)) * 1000000,
       cfg.keep_soft_pin_on_upsert(),
-      registry_.IdsOf(std::vector<std::string>(cfg.excluded_segments().begin(),
-                                               cfg.excluded_segments().end()))};
+      registry_.IdsOf(
+          std::vector<std::string>(cfg.excluded_segments().begin(), cfg.excluded_segments().end())),
+      frees};
   KVPOOL_RETURN_IF_ERROR(ValidateGroupIds(req));
   rpc::PutStartReply reply;
   reply.mutable_results()->Reserve(req.items_size());
@@ -255,7 +257,7 @@ bool MasterCore::ResolveExisting(ObjectTable::Shard& shard, Object* obj, const P
     carried->flags |= kSoftPin;
     carried->soft_pin_until_ns = shard.SoftPinUntil(obj);
   }
-  FreeReplicas(*obj);
+  FreeReplicas(*obj, ctx.frees);
   // Routers learn of the old bytes' end here; the new ones are stored at their put end.
   RecordRemovedObject(*obj, KvRemoval::kRemoved);
   shard.Erase(obj);

@@ -141,19 +141,20 @@ rpc::ExistsPrefixReply MasterCore::ExistsPrefix(const rpc::KeysRequest& req, Tim
   return reply;
 }
 
-rpc::CodesReply MasterCore::Remove(const rpc::KeysRequest& req, TimePoint now) {
+rpc::CodesReply MasterCore::Remove(const rpc::KeysRequest& req, TimePoint now,
+                                   std::vector<JournalMark>* frees) {
   const int64_t now_ns = ToNanos(now);
   rpc::CodesReply reply;
   for (const std::string& key : req.keys()) {
     std::string msg;
-    ErrorCode code = RemoveOne(key, req.force(), now_ns, &msg);
+    ErrorCode code = RemoveOne(key, req.force(), now_ns, &msg, frees);
     AddCode(&reply, code, std::move(msg));
   }
   return reply;
 }
 
-ErrorCode MasterCore::RemoveOne(std::string_view key, bool force, int64_t now_ns,
-                                std::string* msg) {
+ErrorCode MasterCore::RemoveOne(std::string_view key, bool force, int64_t now_ns, std::string* msg,
+                                std::vector<JournalMark>* frees) {
   if (ErrorCode bad = KeyError(key, msg); bad != ErrorCode::OK) return bad;
   auto shard = table_.Lock(key);
   Object* obj = shard->Find(key);
@@ -169,14 +170,15 @@ ErrorCode MasterCore::RemoveOne(std::string_view key, bool force, int64_t now_ns
     *msg = fmt::format("key={} is leased by a reader; retry later or use force", key);
     return ErrorCode::OBJECT_HAS_LEASE;
   }
-  FreeReplicasAfterReaders(*obj, now_ns);
+  FreeReplicasAfterReaders(*obj, now_ns, frees);
   RecordRemovedObject(*obj, KvRemoval::kRemoved);
   shard->Erase(obj);
   return ErrorCode::OK;
 }
 
 rpc::RemoveAllReply MasterCore::RemoveAll(const rpc::RemoveAll& req, TimePoint now,
-                                          std::string_view tenant) {
+                                          std::string_view tenant,
+                                          std::vector<JournalMark>* frees) {
   const int64_t now_ns = ToNanos(now);
   uint64_t removed = 0;
   for (size_t i = 0; i < ObjectTable::kShards; ++i) {
@@ -184,7 +186,7 @@ rpc::RemoveAllReply MasterCore::RemoveAll(const rpc::RemoveAll& req, TimePoint n
     removed += shard->EraseIf([&](Object& o) {
       if (TenantOf(o.key()) != tenant) return false;
       if (o.pending() || (o.leased(now_ns) && !req.force())) return false;
-      FreeReplicasAfterReaders(o, now_ns);
+      FreeReplicasAfterReaders(o, now_ns, frees);
       RecordRemovedObject(o, KvRemoval::kRemoved);
       return true;
     });

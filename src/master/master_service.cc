@@ -233,7 +233,7 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
             ReleasePiggybacked(c, r, now);
             for (const rpc::PutItem& item : r.items()) write.Add(item.size());
             write.ns_per_kib = r.write_pace_ns_per_kib();
-            auto started = c.PutStart(r, now);
+            auto started = c.PutStart(r, now, marks);
             if (started.ok() && !caller.privileged) grants_.Attach(*started, rpc::UnixMillisNow());
             return started;
           });
@@ -283,7 +283,7 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
     case rpc::REMOVE:
       return ServeKeys<rpc::KeysRequest>("remove", meta, mc, caller, [&](const auto& r) {
         ReleasePiggybacked(c, r, now);
-        return c.Remove(r, now);
+        return c.Remove(r, now, marks);
       });
     case rpc::LEASE_RELEASE:
       return Serve<rpc::LeaseRelease>("lease release", meta, mc,
@@ -291,7 +291,7 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
     case rpc::REMOVE_ALL:
       return Serve<rpc::RemoveAll>("remove all", meta, mc, [&](const auto& r) {
         ReleasePiggybacked(c, r, now);
-        return c.RemoveAll(r, now, caller.tenant);
+        return c.RemoveAll(r, now, caller.tenant, marks);
       });
     case rpc::STAT:
       return Serve<rpc::Empty>("stat", meta, mc, [&](const auto&) { return c.Stat(); });
@@ -313,6 +313,28 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
           ErrorCode::NOT_SUPPORTED, fmt::format("method {} is not served by the master", method)));
   }
 }
+
+namespace {
+// Counts a call among the ones waiting for hosts (MasterService::commit_waiters_) from Begin
+// until it goes out of scope.
+class WaiterHold {
+ public:
+  WaiterHold() = default;
+  WaiterHold(const WaiterHold&) = delete;
+  WaiterHold& operator=(const WaiterHold&) = delete;
+  ~WaiterHold() {
+    if (count_ != nullptr) count_->fetch_sub(1, std::memory_order_relaxed);
+  }
+  void Begin(std::atomic<int>& count) {
+    if (count_ != nullptr) return;
+    count_ = &count;
+    count.fetch_add(1, std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<int>* count_ = nullptr;
+};
+}  // namespace
 
 asio::awaitable<rpc::Reply> MasterService::Handle(const rpc::FrameHeader& header,
                                                   std::string_view meta,
@@ -341,21 +363,64 @@ asio::awaitable<rpc::Reply> MasterService::Answer(const rpc::FrameHeader& header
   }
   // Only segment hosts (privileged) long-poll their journals.
   if (header.base_method() == rpc::PING && caller.privileged) co_await AwaitJournal(meta);
-  if (header.base_method() == rpc::PUT_END) co_return co_await AnswerPutEnd(meta, caller);
-  co_return Dispatch(header.base_method(), meta, caller);
+  switch (header.base_method()) {
+    case rpc::PUT_END:
+      co_return co_await AnswerPutEnd(meta, caller);
+    case rpc::PUT_START:
+    case rpc::REMOVE:
+    case rpc::REMOVE_ALL:
+      co_return co_await AnswerAfterFrees(header.base_method(), meta, caller);
+    default:
+      co_return Dispatch(header.base_method(), meta, caller);
+  }
+}
+
+asio::awaitable<rpc::Reply> MasterService::AnswerAfterFrees(uint16_t method, std::string_view meta,
+                                                            Caller caller) {
+  const Clock::duration wait = core_->options().commit_ack_timeout;
+  if (wait == Clock::duration::zero()) co_return Dispatch(method, meta, caller);
+  // A remove is counted before its frees are journalled, so the ping they wake answers at once.
+  // A put start only once it freed something: most free nothing, and counting them would keep
+  // pings from gathering the journal entries of the evictions they make.
+  WaiterHold hold;
+  if (method != rpc::PUT_START) hold.Begin(commit_waiters_);
+  std::vector<MasterCore::JournalMark> frees;
+  rpc::Reply reply = Dispatch(method, meta, caller, &frees);
+  std::vector<uint32_t> unacked;
+  if (!frees.empty()) {
+    hold.Begin(commit_waiters_);
+    // A ping the frees woke may already be gathering more entries: it answers now.
+    waiters_signal_.Notify();
+    co_await AwaitCommitsAcked(frees, wait, &unacked);
+  }
+  if (unacked.empty()) co_return reply;
+  // Answered as it is: the objects are gone here; only a successor master that rebuilds from
+  // the hosts' lists before those hosts apply the frees could bring them back.
+  metrics_.FreesUnacked(unacked.size());
+  if (auto held = frees_unacked_log_.Allow()) {
+    spdlog::warn(
+        "{}: {} segment host(s) had not dropped the replaced or removed object(s) after "
+        "{} ms (--commit_ack_timeout_ms): a master restart now may bring them back{}",
+        method == rpc::PUT_START ? "put start (upsert)"
+                                 : (method == rpc::REMOVE ? "remove" : "remove all"),
+        unacked.size(), std::chrono::duration_cast<Millis>(wait).count(),
+        *held > 0 ? fmt::format(" ({} more such calls since the last line)", *held)
+                  : std::string());
+  }
+  co_return reply;
 }
 
 asio::awaitable<rpc::Reply> MasterService::AnswerPutEnd(std::string_view meta, Caller caller) {
   const Clock::duration wait = core_->options().commit_ack_timeout;
   if (wait == Clock::duration::zero()) co_return Dispatch(rpc::PUT_END, meta, caller);
   // Counted before the commits are journalled, so the ping they wake answers at once.
-  commit_waiters_.fetch_add(1, std::memory_order_relaxed);
+  WaiterHold hold;
+  hold.Begin(commit_waiters_);
   std::vector<MasterCore::JournalMark> marks;
   rpc::Reply reply = Dispatch(rpc::PUT_END, meta, caller, &marks);
   std::vector<uint32_t> unacked;
   bool held = marks.empty() || reply.code != ErrorCode::OK;
   if (!held) held = co_await AwaitCommitsAcked(marks, wait, &unacked);
-  commit_waiters_.fetch_sub(1, std::memory_order_relaxed);
   rpc::CodesReply codes;
   if (held || !Parse(reply.meta, &codes)) co_return reply;
   // The objects stay committed (their hosts may still record them, and a retried put finds
@@ -431,10 +496,16 @@ asio::awaitable<void> MasterService::AwaitJournal(std::string_view meta) {
     woken = woken || ec == asio::error::operation_aborted;
   }
   if (woken && Clock::now() < until && commit_waiters_.load(std::memory_order_relaxed) == 0) {
-    // Let the rest of a burst of commits join this reply.
-    timer->expires_after(kJournalGather);
-    asio::error_code ec;
-    co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    // Let the rest of a burst of commits join this reply, unless a call starts waiting for
+    // this host meanwhile (an upsert's or remove's frees: waiters_signal_).
+    uint64_t id = waiters_signal_.Subscribe(
+        [timer] { asio::post(timer->get_executor(), [timer] { timer->cancel(); }); });
+    if (commit_waiters_.load(std::memory_order_relaxed) == 0) {
+      timer->expires_after(kJournalGather);
+      asio::error_code ec;
+      co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    waiters_signal_.Unsubscribe(id);
   }
 }
 

@@ -22,7 +22,9 @@
 #include <span>
 #include <vector>
 
+#include "common/log_throttle.h"
 #include "master/grant_issuer.h"
+#include "master/journal_signal.h"
 #include "master/master_core.h"
 #include "master/master_metrics.h"
 #include "master/tenant_scope.h"
@@ -41,6 +43,10 @@ class MasterService : public rpc::Service {
   // A PUT_END is answered once, for each committed key, a host holding one of its replicas has
   // acknowledged the commit's journal entry (options().commit_ack_timeout; a key still unheld
   // then gets RPC_TIMEOUT): acknowledged puts survive a master failover or restart.
+  // A PUT_START that replaced objects (upsert), a REMOVE and a REMOVE_ALL are answered once the
+  // hosts of the freed replicas have acknowledged the frees (at most commit_ack_timeout; then
+  // answered as they are, counted in frees_unacked): a successor master does not bring back a
+  // version a client replaced or removed, beside or instead of the one it put after.
   // As a privileged default-tenant caller (tests, in-process use).
   asio::awaitable<rpc::Reply> Handle(const rpc::FrameHeader& header, std::string_view meta,
                                      rpc::PayloadReader& payload) override;
@@ -51,8 +57,8 @@ class MasterService : public rpc::Service {
                                          rpc::PayloadReader& payload) override;
 
   // The same dispatch without coroutines (used by Handle; handy in tests). A PUT_END answered
-  // here does not wait for its commits to reach a host (see Handle); `marks`, when given,
-  // receives where they were journalled.
+  // here does not wait for its commits to reach a host, nor a PUT_START, REMOVE or REMOVE_ALL
+  // for its frees (see Handle); `marks`, when given, receives where they were journalled.
   rpc::Reply Dispatch(uint16_t method, std::string_view meta, Caller caller = {},
                       std::vector<MasterCore::JournalMark>* marks = nullptr);
 
@@ -75,6 +81,10 @@ class MasterService : public rpc::Service {
   asio::awaitable<void> AwaitJournal(std::string_view meta);
   // Dispatches a PUT_END and answers it once its commits are held by hosts (see Handle).
   asio::awaitable<rpc::Reply> AnswerPutEnd(std::string_view meta, Caller caller);
+  // Dispatches a PUT_START, REMOVE or REMOVE_ALL and answers it once its frees are applied by
+  // their hosts (see Handle).
+  asio::awaitable<rpc::Reply> AnswerAfterFrees(uint16_t method, std::string_view meta,
+                                               Caller caller);
   // Waits until every key of `marks` is held by a host or `wait` passes; `unacked` then names
   // the keys' reply indices still unheld. True when none is.
   asio::awaitable<bool> AwaitCommitsAcked(std::span<const MasterCore::JournalMark> marks,
@@ -84,9 +94,12 @@ class MasterService : public rpc::Service {
   const ClockFn clock_;
   const GrantIssuer grants_;
   MasterMetrics metrics_;
-  // PUT_ENDs waiting for hosts: a woken long-polling ping then answers at once rather than
-  // gathering more commits (the puts wait on its round trip).
+  LogThrottle frees_unacked_log_{std::chrono::seconds(10)};
+  // Calls waiting for hosts (AnswerPutEnd, AnswerAfterFrees): a woken long-polling ping then
+  // answers at once rather than gathering more entries (the calls wait on its round trip).
   std::atomic<int> commit_waiters_{0};
+  // Notified when an upsert or a remove starts waiting for hosts: cuts a gathering ping short.
+  JournalSignal waiters_signal_;
 };
 
 }  // namespace kvpool::master

@@ -8,6 +8,7 @@
 
 #include "common/keys.h"
 #include "master/master.h"
+#include "master/master_service_test_util.h"
 #include "master/master_test_util.h"
 #include "master_client/master_client.h"
 #include "rpc/connection.h"
@@ -15,26 +16,9 @@
 namespace kvpool::master {
 namespace {
 
-MasterOptions TestOptions() {
-  MasterOptions o;
-  o.rpc_host = "127.0.0.1";
-  o.rpc_port = 0;
-  o.metrics_port = 0;  // tests run in parallel: never the fixed default
-  return o;
-}
-
-Deadline Soon() { return DeadlineAfter(std::chrono::seconds(5)); }
-
-class MasterServiceTest : public ::testing::Test {
- protected:
-  explicit MasterServiceTest(const MasterOptions& o = TestOptions()) : master_(o) {}
-  void SetUp() override {
-    ASSERT_TRUE(master_.Start().ok());
-    ep_ = rpc::Endpoint{"127.0.0.1", master_.port()};
-  }
-  Master master_;
-  rpc::Endpoint ep_;
-};
+using testing::MasterServiceTest;
+using testing::Soon;
+using testing::TestOptions;
 
 TEST_F(MasterServiceTest, EndToEndOverSockets) {
   MasterClient node(ep_, "node-1");
@@ -104,143 +88,6 @@ TEST_F(MasterServiceTest, EndToEndOverSockets) {
   EXPECT_EQ(node.UnmountSegment("nope", Soon()).code(), ErrorCode::SEGMENT_NOT_FOUND);
   EXPECT_TRUE(node.UnmountSegment("127.0.0.1:7001", Soon()).ok());
   EXPECT_EQ(client.Stat(Soon())->segments_size(), 0);
-}
-
-// A put is acknowledged once a host holding one of its replicas has recorded the commit in its
-// object list (acknowledged its journal entry): a master that dies or loses its leadership
-// right after the acknowledgement loses no acknowledged put, as the next one rebuilds from
-// those lists.
-MasterOptions CommitAckOptions() {
-  MasterOptions o = TestOptions();
-  o.commit_ack_timeout = std::chrono::milliseconds(400);
-  return o;
-}
-
-class CommitAckTest : public MasterServiceTest {
- protected:
-  CommitAckTest() : MasterServiceTest(CommitAckOptions()) {}
-  // A ping of segment host "node-1" acknowledging its journal up to `applied` (no long poll).
-  rpc::PingReply HostPing(MasterClient& node, uint64_t applied) {
-    rpc::Ping req;
-    rpc::JournalAck* ack = req.add_journal_acks();
-    ack->set_segment_name("seg");
-    ack->set_applied_seq(applied);
-    auto r = node.Ping(std::move(req), Soon());
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : rpc::PingReply();
-  }
-  void PutStart(MasterClient& client, const std::string& key) {
-    std::vector<MasterClient::PutItem> items = {{key, 4096}};
-    auto put = client.PutStart(items, rpc::ReplicateConfig(), false, Soon());
-    ASSERT_TRUE(put.ok()) << put.status().ToString();
-    ASSERT_EQ(put->results(0).code(), 0);
-  }
-};
-
-TEST_F(CommitAckTest, PutEndAnswersOnceTheHostRecordedTheCommit) {
-  MasterClient node(ep_, "node-1");
-  MasterClient client(ep_, "client-1");
-  ASSERT_TRUE(node.Ping(Soon()).ok());
-  ASSERT_TRUE(node.MountSegment("seg", "127.0.0.1:7001", 1 << 20, Soon()).ok());
-  HostPing(node, 0);  // the host keeps an object list: it acknowledges its journal
-  PutStart(client, "page-0");
-
-  std::vector<std::string> commit = {"page-0"}, none;
-  std::vector<uint64_t> checksums = {7};
-  auto end = std::async(std::launch::async,
-                        [&] { return client.PutEnd(commit, checksums, none, Soon()); });
-  EXPECT_EQ(end.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout)
-      << "answered before any host recorded the commit";
-  rpc::PingReply collected = HostPing(node, 0);
-  ASSERT_EQ(collected.journals_size(), 1);
-  ASSERT_EQ(collected.journals(0).entries_size(), 1);
-  EXPECT_EQ(collected.journals(0).entries(0).key(), "page-0");
-  HostPing(node, collected.journals(0).entries(0).seq());  // applied: the put is safe now
-  ASSERT_EQ(end.wait_for(std::chrono::milliseconds(300)), std::future_status::ready)
-      << "still waiting after the host acknowledged the commit";
-  auto r = end.get();
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->codes(0), 0);
-  EXPECT_EQ(master_.metrics().commits_unacked(), 0u);
-}
-
-TEST_F(CommitAckTest, ACommitNoHostRecordsIsRpcTimeoutButStaysCommitted) {
-  MasterClient node(ep_, "node-1");
-  MasterClient client(ep_, "client-1");
-  ASSERT_TRUE(node.Ping(Soon()).ok());
-  ASSERT_TRUE(node.MountSegment("seg", "127.0.0.1:7001", 1 << 20, Soon()).ok());
-  HostPing(node, 0);
-  PutStart(client, "page-0");
-  PutStart(client, "page-1");
-  std::vector<std::string> commit = {"page-0"}, revoke = {"page-1"};
-  std::vector<uint64_t> checksums = {7};
-  const auto t0 = Clock::now();
-  auto r = client.PutEnd(commit, checksums, revoke, Soon());  // the host never pings again
-  const auto waited = Clock::now() - t0;
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(static_cast<ErrorCode>(r->codes(0)), ErrorCode::RPC_TIMEOUT);
-  EXPECT_NE(r->messages(0).find("--commit_ack_timeout_ms"), std::string::npos) << r->messages(0);
-  EXPECT_EQ(r->codes(1), 0);  // a revoke waits for nothing
-  EXPECT_GE(waited, std::chrono::milliseconds(390));
-  EXPECT_LT(waited, std::chrono::seconds(3));
-  EXPECT_EQ(master_.metrics().commits_unacked(), 1u);
-  EXPECT_EQ(master_.metrics().errors(MetricMethod::kPutEnd, ErrorCode::RPC_TIMEOUT), 1u);
-  // Still committed here: a retried put finds it, and the host may yet record it.
-  std::vector<std::string> keys = {"page-0"};
-  auto exists = client.Exists(keys, Soon());
-  ASSERT_TRUE(exists.ok());
-  EXPECT_EQ(exists->codes(0), 1);
-}
-
-// A host that lists the objects written to it (MountSegment.records_writes) holds an object
-// before its writer's PUT_END: the commit is answered at once, with nothing left to wait for,
-// and PUT_START tells the writer where the journal stood (the host's record outranks older
-// entries). A segment without it gets neither.
-TEST_F(CommitAckTest, ACommitItsHostListedOnWriteIsAnsweredAtOnce) {
-  MasterClient node(ep_, "node-1");
-  MasterClient client(ep_, "client-1");
-  ASSERT_TRUE(node.Ping(Soon()).ok());
-  rpc::MountSegment mount;
-  mount.set_segment_name("seg");
-  mount.set_endpoint("127.0.0.1:7001");
-  mount.set_size(1 << 20);
-  mount.set_records_writes(true);
-  ASSERT_TRUE(node.MountSegmentAs(mount, Soon()).ok());
-  HostPing(node, 0);  // the host keeps an object list; it never acknowledges again
-  std::vector<uint64_t> checksums = {7};
-  std::vector<char> listed = {1};
-  std::vector<std::string> none;
-  for (uint64_t round = 0; round < 2; ++round) {
-    std::string key = "page-" + std::to_string(round);
-    std::vector<MasterClient::PutItem> items = {{key, 4096}};
-    auto put = client.PutStart(items, rpc::ReplicateConfig(), false, Soon());
-    ASSERT_TRUE(put.ok()) << put.status().ToString();
-    ASSERT_EQ(put->results(0).replicas_size(), 1);
-    const rpc::Replica& replica = put->results(0).replicas(0);
-    EXPECT_TRUE(replica.host_records_writes());
-    EXPECT_EQ(replica.journal_seq(), round);  // the first commit's entry is seq 1
-    std::vector<std::string> commit = {key};
-    const auto t0 = Clock::now();
-    auto r = client.PutEnd(commit, checksums, none, Soon(), {}, listed);
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    EXPECT_EQ(r->codes(0), 0) << r->messages(0);
-    EXPECT_LT(Clock::now() - t0, std::chrono::milliseconds(300)) << "waited for an ack";
-  }
-  EXPECT_EQ(master_.metrics().commits_unacked(), 0u);
-  EXPECT_EQ(master_.metrics().commits_listed_on_write(), 2u);
-
-  // A segment whose host does not list: its replicas ask for no record.
-  MasterClient other(ep_, "node-2");
-  ASSERT_TRUE(other.Ping(Soon()).ok());
-  ASSERT_TRUE(node.DrainSegment("seg", false, Soon()).ok());
-  ASSERT_TRUE(other.MountSegment("seg-2", "127.0.0.1:7002", 1 << 20, Soon()).ok());
-  std::vector<MasterClient::PutItem> items = {{"page-x", 4096}};
-  auto put = client.PutStart(items, rpc::ReplicateConfig(), false, Soon());
-  ASSERT_TRUE(put.ok());
-  ASSERT_EQ(put->results(0).replicas_size(), 1);
-  EXPECT_EQ(put->results(0).replicas(0).segment_name(), "seg-2");
-  EXPECT_FALSE(put->results(0).replicas(0).host_records_writes());
-  EXPECT_EQ(put->results(0).replicas(0).journal_seq(), 0u);
 }
 
 TEST_F(MasterServiceTest, RefusesWhatItDoesNotServe) {

@@ -79,6 +79,9 @@ Result<SegmentRegistry::Mounted> SegmentRegistry::Mount(std::string_view name,
   seg->owner = owner;
   seg->tier = tier;
   seg->records_writes = records_writes;
+  // A host that lists writes keeps an object list from its mount on: calls wait for it before
+  // its first acknowledgement too (right after a master restart, say).
+  seg->journal_acked = records_writes;
   seg->accepting.store(accepting && tier == kTierDram, std::memory_order_relaxed);
   out.id = seg->id;
   by_id_[out.id] = seg.get();
@@ -192,28 +195,30 @@ std::vector<Placement> SegmentRegistry::AllocateReplicas(uint64_t size, uint32_t
   return out;
 }
 
-void SegmentRegistry::FreeLocked(Segment& s, const ReplicaRef& r, uint64_t object_size) {
-  std::lock_guard lock(s.mu);
-  if (s.tier != kTierDram) {
-    // Its host owns the space: the journal's FREE tells it to release the range.
-    s.used.fetch_sub(std::min(s.used.load(std::memory_order_relaxed), Reserved(object_size)),
-                     std::memory_order_relaxed);
+uint64_t SegmentRegistry::FreeLocked(Segment& s, const ReplicaRef& r, uint64_t object_size) {
+  uint64_t seq;
+  {
+    std::lock_guard lock(s.mu);
+    if (s.tier != kTierDram) {
+      // Its host owns the space: the journal's FREE tells it to release the range.
+      s.used.fetch_sub(std::min(s.used.load(std::memory_order_relaxed), Reserved(object_size)),
+                       std::memory_order_relaxed);
+    } else {
+      s.allocator.Free(alloc::Allocation{r.offset, Reserved(object_size), r.alloc_node});
+      s.used.store(s.allocator.used_bytes(), std::memory_order_relaxed);
+    }
     s.replicas.fetch_sub(1, std::memory_order_relaxed);
     s.journal.AppendFree(r.offset, object_size);
-    journal_signal_.Notify();
-    return;
+    seq = s.journal.last_seq();
   }
-  s.allocator.Free(alloc::Allocation{r.offset, Reserved(object_size), r.alloc_node});
-  s.used.store(s.allocator.used_bytes(), std::memory_order_relaxed);
-  s.replicas.fetch_sub(1, std::memory_order_relaxed);
-  s.journal.AppendFree(r.offset, object_size);
   journal_signal_.Notify();
+  return seq;
 }
 
-void SegmentRegistry::Free(const ReplicaRef& r, uint64_t object_size) {
+uint64_t SegmentRegistry::Free(const ReplicaRef& r, uint64_t object_size) {
   std::shared_lock lock(map_mu_);
   auto it = by_id_.find(r.segment_id);
-  if (it != by_id_.end()) FreeLocked(*it->second, r, object_size);
+  return it != by_id_.end() ? FreeLocked(*it->second, r, object_size) : 0;
 }
 
 void SegmentRegistry::FreeLater(const ReplicaRef& r, uint64_t object_size, int64_t release_at_ns) {

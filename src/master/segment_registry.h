@@ -141,8 +141,10 @@ class SegmentRegistry {
   // PlacementOrder gives for the request. Returns fewer (possibly none) when space is short.
   std::vector<Placement> AllocateReplicas(uint64_t size, uint32_t replica_num,
                                           const PlacementRequest& request);
-  // Frees one replica of an object of `object_size` bytes. A stale segment id is ignored.
-  void Free(const ReplicaRef& r, uint64_t object_size);
+  // Frees one replica of an object of `object_size` bytes. Returns the journal entry's sequence
+  // number for CommitAcked (the host dropped the range from its list once it acknowledges it);
+  // a stale segment id is ignored (0).
+  uint64_t Free(const ReplicaRef& r, uint64_t object_size);
   // Frees it once ReleaseDue(now_ns >= release_at_ns) runs (see put_start_release_timeout).
   void FreeLater(const ReplicaRef& r, uint64_t object_size, int64_t release_at_ns);
   // Performs the deferred frees that are due; returns how many.
@@ -158,9 +160,10 @@ class SegmentRegistry {
   // and notifies ack_signal() when that is news. False when the segment is not mounted by that
   // client. Cheap; never waits.
   bool AckJournal(std::string_view name, std::string_view client_id, uint64_t applied_seq);
-  // True when the commit recorded as `seq` in segment `segment_id` is in its host's object list
-  // or never will be: the host acknowledged it, the segment is gone (unmounted, replaced), or its
-  // host never acknowledged any journal (a host that keeps no list: nothing to wait for).
+  // True when the entry recorded as `seq` in segment `segment_id` (a commit, or a free) is
+  // applied to its host's object list or never will be: the host acknowledged it, the segment
+  // is gone (unmounted, replaced), or its host keeps no list (it never acknowledged a journal
+  // and did not mount with records_writes: nothing to wait for).
   bool CommitAcked(uint64_t segment_id, uint64_t seq) const;
   // Notified whenever a host acknowledges new journal entries.
   JournalSignal& ack_signal() { return ack_signal_; }
@@ -271,8 +274,10 @@ class SegmentRegistry {
     uint64_t unreachable_reports = 0;  // guarded by mu, with the two below
     std::string last_unreachable_by;
     int64_t last_unreachable_unix_ms = 0;
-    SegmentJournal journal;      // guarded by mu
-    bool journal_acked = false;  // guarded by mu: its host has acknowledged a journal
+    SegmentJournal journal;  // guarded by mu
+    // Guarded by mu: its host keeps an object list (it has acknowledged a journal, or mounted
+    // with records_writes).
+    bool journal_acked = false;
   };
   struct Deferred {
     ReplicaRef ref;
@@ -287,7 +292,7 @@ class SegmentRegistry {
   bool TryAllocate(Segment& s, uint64_t size, Placement* out);
   // Removes `s` from every map. REQUIRES: the map lock is held exclusively.
   void EraseLocked(Segment* s);
-  void FreeLocked(Segment& s, const ReplicaRef& r, uint64_t object_size);
+  uint64_t FreeLocked(Segment& s, const ReplicaRef& r, uint64_t object_size);
 
   const uint64_t alignment_;
   mutable std::shared_mutex map_mu_;

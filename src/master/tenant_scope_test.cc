@@ -18,7 +18,7 @@ namespace {
 
 using namespace std::string_literals;
 
-constexpr const char* kSecret = "pool-secret";
+constexpr const char* kPoolSecret = "pool-secret";
 Deadline Soon() { return DeadlineAfter(std::chrono::seconds(10)); }
 
 class TenantScopeTest : public ::testing::Test {
@@ -28,7 +28,7 @@ class TenantScopeTest : public ::testing::Test {
     o.rpc_host = "127.0.0.1";
     o.rpc_port = 0;
     o.metrics_port = 0;
-    o.security.auth_secret = kSecret;
+    o.security.auth_secret = kPoolSecret;
     master_ = std::make_unique<Master>(o);
     ASSERT_TRUE(master_->Start().ok());
     ep_ = rpc::Endpoint{"127.0.0.1", master_->port()};
@@ -42,7 +42,7 @@ class TenantScopeTest : public ::testing::Test {
     rpc::ConnectOptions c;
     c.tenant_id = tenant;
     c.tenant_key = tenant_key;
-    c.auth_secret = tenant_key ? rpc::DeriveTenantKey(kSecret, tenant) : kSecret;
+    c.auth_secret = tenant_key ? rpc::DeriveTenantKey(kPoolSecret, tenant) : kPoolSecret;
     auto pool = std::make_shared<rpc::ConnectionPool>(id, 4, c);
     return std::make_unique<MasterClient>(ep_, id, pool);
   }
@@ -145,7 +145,7 @@ TEST_F(TenantScopeTest, TenantKeyForAnotherTenantIsRefused) {
   rpc::ConnectOptions c;
   c.tenant_id = "b";
   c.tenant_key = true;
-  c.auth_secret = rpc::DeriveTenantKey(kSecret, "a");
+  c.auth_secret = rpc::DeriveTenantKey(kPoolSecret, "a");
   MasterClient wrong(ep_, "x", std::make_shared<rpc::ConnectionPool>("x", 4, c));
   EXPECT_EQ(wrong.Ping(Soon()).code(), ErrorCode::ILLEGAL_CLIENT);
 }

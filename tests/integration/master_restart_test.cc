@@ -98,5 +98,63 @@ TEST(MasterRestartTest, ObjectsSurviveAMasterKilledUnderLoad) {
   EXPECT_LE(w.longest_call(), 2 * o.rpc_timeout + o.transfer_timeout + std::chrono::seconds(1));
 }
 
+// A client that replaces a key (upsert, or remove then put) on another node, and sees its call
+// answered, must not read the replaced version after a master restart: the master answers only
+// once the old node dropped it from the list it re-registers with (MasterService::Handle). Each
+// round kills the master right after the answer, when the old node's journal entry is at most
+// a round trip old; before that wait, about half such rounds restored the old version. From the
+// second round on the nodes have just re-registered at a restarted master: they must count as
+// keeping lists at once, and acknowledge its journal within a ping, not a heartbeat later.
+TEST(MasterRestartTest, AReplacedVersionDoesNotComeBackAfterARestart) {
+  Pool pool;
+  pool.AddNode("64MB");
+  pool.AddNode("64MB");
+  ClientOptions o;
+  o.rpc_timeout = std::chrono::milliseconds(1000);
+  o.verify_checksum = true;
+  auto client = pool.NewClient(o);
+  ASSERT_NE(client, nullptr);
+  const std::string key = "replaced";
+  std::vector<std::vector<uint8_t>> versions;
+  for (uint32_t v = 0; v < 7; ++v) versions.push_back(ObjectBytes(key, v, kValueBytes));
+  for (auto& bytes : versions) ASSERT_TRUE(client->RegisterBuffer(bytes.data(), bytes.size()).ok());
+  auto put_on = [&](uint32_t v, bool upsert) {
+    ReplicateConfig cfg;
+    cfg.preferred_segments = {pool.node_segment(v % 2)};
+    std::vector<std::string> keys = {key};
+    std::vector<const void*> ptrs = {versions[v].data()};
+    std::vector<size_t> sizes = {kValueBytes};
+    return upsert ? client->BatchUpsertFrom(keys, ptrs, sizes, cfg)[0]
+                  : client->BatchPutFrom(keys, ptrs, sizes, cfg)[0];
+  };
+  ASSERT_TRUE(put_on(0, false).ok());
+  for (uint32_t v = 1; v < versions.size(); ++v) {
+    // Odd rounds upsert; even ones remove, then put.
+    const auto start = SteadyClock::now();
+    if (v % 2 == 0) {
+      Status removed = client->Remove(key);
+      ASSERT_TRUE(removed.ok()) << removed.ToString();
+    }
+    Status put = put_on(v, v % 2 == 1);
+    ASSERT_TRUE(put.ok()) << "round " << v << ": " << put.ToString();
+    // Well below --commit_ack_timeout_ms (1 s), after which the master answers anyway.
+    EXPECT_LT(SteadyClock::now() - start, std::chrono::milliseconds(800))
+        << "round " << v << ": the old node was slow to drop the replaced version";
+    pool.KillMaster();
+    pool.StartMaster();
+    ASSERT_TRUE(pool.WaitForSegments(2)) << pool.master().Log();
+    Result<std::vector<uint8_t>> got(Status(ErrorCode::RPC_FAIL, "not read"));
+    // The first calls may still find a connection to the old master.
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      got = std::move(client->BatchGet({key})[0]);
+      if (got.ok() || got.status().code() != ErrorCode::RPC_FAIL) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_TRUE(got.ok()) << "round " << v << ": " << got.status().ToString();
+    EXPECT_EQ(*got, versions[v]) << "round " << v << " read back version "
+                                 << (*got == versions[v - 1] ? "v-1 (the replaced one)" : "?");
+  }
+}
+
 }  // namespace
 }  // namespace kvpool::testing
