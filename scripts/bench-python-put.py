@@ -33,14 +33,6 @@ import kvpool  # noqa: E402
 from mooncake.store import MooncakeDistributedStore  # noqa: E402
 
 
-def parse_size(text):
-    units = {"KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}
-    for suffix, mult in units.items():
-        if text.upper().endswith(suffix):
-            return int(float(text[:-2]) * mult)
-    return int(text)
-
-
 def tcp_pair_gbps(src, dst, streams, page, repeats=8):
     """Sends `repeats` x src over `streams` loopback connections into dst, page by page."""
     listener = socket.create_server(("127.0.0.1", 0))
@@ -87,7 +79,7 @@ def timed_rounds(fn, rounds, nbytes):
 
 
 def run_once(args):
-    page, batch = parse_size(args.page), args.batch
+    page, batch = bench_pool.parse_size(args.page), args.batch
     nbytes = page * batch
     buf = np.empty(3 * nbytes, dtype=np.uint8)
     buf[:nbytes] = np.random.default_rng(1).integers(0, 256, nbytes, dtype=np.uint8)
@@ -146,11 +138,13 @@ def main():
     ap.add_argument("--limits_only", action="store_true", help="only the plain TCP pair")
     ap.add_argument("node_flags", nargs="*")
     args = ap.parse_args()
-    if parse_size(args.page) * args.batch * args.rounds > parse_size(args.segment) * 0.9:
+    size = bench_pool.parse_size
+    if size(args.page) * args.batch * args.rounds > size(args.segment) * 0.9:
         ap.error("--rounds x --batch x --page must fit in 90 % of --segment (fresh memory)")
     med = statistics.median
     if args.limits_only:
-        page, nbytes = parse_size(args.page), parse_size(args.page) * args.batch
+        page = size(args.page)
+        nbytes = page * args.batch
         buf = np.ones(2 * nbytes, dtype=np.uint8)
         for run in range(args.runs):
             each = {n: tcp_pair_gbps(buf[:nbytes], buf[nbytes:], n, page) for n in (1, 2, 4)}

@@ -22,14 +22,6 @@ import numpy as np  # noqa: E402
 import kvpool  # noqa: E402
 
 
-def parse_size(text):
-    units = {"KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}
-    for suffix, mult in units.items():
-        if text.upper().endswith(suffix):
-            return int(float(text[:-2]) * mult)
-    return int(text)
-
-
 def p50_us(fn, keys):
     lat = []
     for k in keys:
@@ -75,7 +67,7 @@ def main():
     ap.add_argument("--compare", action="store_true",
                     help="alternate each run with --commit_ack_timeout_ms 0 on the master")
     args = ap.parse_args()
-    page = parse_size(args.page)
+    page = bench_pool.parse_size(args.page)
     settings = [("default", [])]
     if args.compare:
         settings.append(("--commit_ack_timeout_ms 0", ["--commit_ack_timeout_ms", "0"]))

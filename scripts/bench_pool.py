@@ -16,6 +16,15 @@ BINARY = os.environ.get("KVPOOL_BINARY", os.path.join(ROOT, "build", "src", "too
 from loopback_ports import free_port, wait_for_port  # noqa: E402
 
 
+def parse_size(text):
+    """'256KB', '1MB', '1GB' or a byte count, in bytes."""
+    units = {"KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}
+    for suffix, mult in units.items():
+        if text.upper().endswith(suffix):
+            return int(float(text[:-2]) * mult)
+    return int(text)
+
+
 @contextlib.contextmanager
 def pool(segment, node_flags=(), master_flags=()):
     """Yields (master address, node address); the node is started but may not have mounted yet."""
