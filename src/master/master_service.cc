@@ -314,10 +314,9 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
   }
 }
 
-namespace {
-// Counts a call among the ones waiting for hosts (MasterService::commit_waiters_) from Begin
-// until it goes out of scope.
-class WaiterHold {
+// Counts a call among the ones waiting for hosts (commit_waiters_) from Begin until it goes out
+// of scope.
+class MasterService::WaiterHold {
  public:
   WaiterHold() = default;
   WaiterHold(const WaiterHold&) = delete;
@@ -334,7 +333,6 @@ class WaiterHold {
  private:
   std::atomic<int>* count_ = nullptr;
 };
-}  // namespace
 
 asio::awaitable<rpc::Reply> MasterService::Handle(const rpc::FrameHeader& header,
                                                   std::string_view meta,

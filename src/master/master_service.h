@@ -75,6 +75,7 @@ class MasterService : public rpc::Service {
   static constexpr Clock::duration kCommitAckPoll = std::chrono::milliseconds(50);
 
  private:
+  class WaiterHold;  // counts a call in commit_waiters_ while it waits (master_service.cc)
   asio::awaitable<rpc::Reply> Answer(const rpc::FrameHeader& header, std::string_view meta,
                                      rpc::PayloadReader& payload, Caller caller);
   // Holds a long-polling ping (Ping.journal_wait_ms) until a journal it acks has entries.
