@@ -23,30 +23,34 @@ class Pool {
   // Starts a master with `master_flags` (on a free port) and waits until it listens.
   explicit Pool(std::vector<std::string> master_flags = {})
       : master_flags_(std::move(master_flags)) {
-    master_port_ = FreePort();
-    StartMaster();
+    for (int attempt = 1;; ++attempt) {
+      master_port_ = FreePort();
+      if (TryStartMaster()) return;
+      if (attempt == kPortAttempts || !LostItsPort(*master_)) break;
+    }
+    ADD_FAILURE() << "master did not start:\n" << master_->Log();
   }
 
+  // Starts the master again on its port (after KillMaster).
   // (Tests run in parallel: the HTTP admin port is a free one unless the flags name one.)
   void StartMaster() {
-    master_ = std::make_unique<Process>(kBinary, MasterCommandLine(master_port_, master_flags_),
-                                        "master");
-    if (!WaitForPort(master_port_, std::chrono::seconds(20))) {
-      ADD_FAILURE() << "master did not start:\n" << master_->Log();
-    }
+    if (!TryStartMaster()) ADD_FAILURE() << "master did not start:\n" << master_->Log();
   }
 
   // Starts a node serving `size` ("64MB") and waits until its segment is mounted.
   Process& AddNode(const std::string& size, std::vector<std::string> flags = {}) {
-    uint16_t port = FreePort();
-    std::vector<std::string> args = NodeCommandLine(port, master_address(), size, flags);
-    nodes_.push_back(std::make_unique<Process>(kBinary, args, "node"));
-    node_ports_.push_back(port);
-    node_args_.push_back(args);
-    if (!WaitForSegment(node_segment(nodes_.size() - 1))) {
-      ADD_FAILURE() << "node did not mount:\n" << nodes_.back()->Log();
+    for (int attempt = 1;; ++attempt) {
+      const uint16_t port = FreePort();
+      std::vector<std::string> args = NodeCommandLine(port, master_address(), size, flags);
+      auto node = std::make_unique<Process>(kBinary, args, "node");
+      const bool mounted = WaitForSegment(LoopbackAddress(port), node.get());
+      if (!mounted && attempt < kPortAttempts && LostItsPort(*node)) continue;
+      if (!mounted) ADD_FAILURE() << "node did not mount:\n" << node->Log();
+      nodes_.push_back(std::move(node));
+      node_ports_.push_back(port);
+      node_args_.push_back(std::move(args));
+      return *nodes_.back();
     }
-    return *nodes_.back();
   }
 
   // Starts node `i` again, at once, on its port with its flags (after KillNode(i), or killing
@@ -58,11 +62,13 @@ class Pool {
     return *nodes_[i];
   }
 
-  // True once the master lists segment `name` (within 20 s).
-  bool WaitForSegment(const std::string& name) {
+  // True once the master lists segment `name` (within 20 s); false at once when `host`, the
+  // process expected to mount it, has exited.
+  bool WaitForSegment(const std::string& name, Process* host = nullptr) {
     auto c = NewClient();
     if (c == nullptr) return false;
     for (int i = 0; i < 400; ++i) {
+      if (host != nullptr && !host->running()) return false;
       auto s = c->Stat();
       if (s.ok() && std::any_of(s->segments.begin(), s->segments.end(),
                                 [&](const PoolSegmentStat& seg) { return seg.name == name; })) {
@@ -116,6 +122,24 @@ class Pool {
   bool node_alive(size_t i) const { return nodes_[i] != nullptr; }
 
  private:
+  // A port is picked free, then bound by the process a moment later; a test running beside this
+  // one may take it in between. Such a start is retried on another port, this many times at most.
+  static constexpr int kPortAttempts = 3;
+  static bool LostItsPort(Process& p) {
+    return !p.running() && p.Log().find("Address already in use") != std::string::npos;
+  }
+  // Starts the master on master_port_; true once it listens (false at once if it exited).
+  bool TryStartMaster() {
+    master_ = std::make_unique<Process>(kBinary, MasterCommandLine(master_port_, master_flags_),
+                                        "master");
+    for (int i = 0; i < 1000; ++i) {
+      if (!master_->running()) return false;
+      if (LoopbackAccepts(master_port_)) return master_->running();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+
   std::vector<std::string> master_flags_;
   ClientOptions security_;
   uint16_t master_port_;
