@@ -26,6 +26,7 @@ webdriver = pytest.importorskip("selenium.webdriver",
 
 import kvpool  # noqa: E402
 from conftest import Pool, Proc, free_port, wait_for_port  # noqa: E402
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 
 POLL_MS = 300
 
@@ -68,8 +69,19 @@ def wait_for(pred, timeout=15.0, what="condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def settled(read, attempts: int = 20):
+    """read(), again while the page replaces what it found: it re-renders on its own clock, so an
+    element found a moment ago may be gone when it is read (StaleElementReferenceException)."""
+    for _ in range(attempts - 1):
+        try:
+            return read()
+        except StaleElementReferenceException:
+            time.sleep(0.05)
+    return read()
+
+
 def text(driver, element_id: str) -> str:
-    return driver.find_element("id", element_id).text
+    return settled(lambda: driver.find_element("id", element_id).text)
 
 
 def severe(driver) -> list:
@@ -115,8 +127,9 @@ def test_status_page_matches_metrics_and_survives_a_master_restart(browser, tmp_
         wait_for(shown_and_metrics, what="the page's figures to match /metrics")
         assert text(browser, "objects") == "9"
         assert text(browser, "get-hits") == "3" and text(browser, "get-misses") == "3"
-        rows = browser.find_elements("css selector", "#segments tbody tr")
-        assert len(rows) == 1 and "DRAM" in rows[0].text
+        rows = settled(lambda: [r.text for r in
+                                browser.find_elements("css selector", "#segments tbody tr")])
+        assert len(rows) == 1 and "DRAM" in rows[0], rows
 
         # A chart updates: more points, and the put rate shows the new puts.
         chart = browser.find_element("id", "chart-put")
