@@ -314,6 +314,14 @@ rpc::Reply MasterService::Dispatch(uint16_t method, std::string_view meta, Calle
   }
 }
 
+namespace {
+// A JournalSignal waker that ends `timer`'s wait: the cancel runs on the timer's own executor,
+// never on the notifying thread (which may hold a segment's lock).
+JournalSignal::Waker CancelOnNotify(const std::shared_ptr<asio::steady_timer>& timer) {
+  return [timer] { asio::post(timer->get_executor(), [timer] { timer->cancel(); }); };
+}
+}  // namespace
+
 // Counts a call among the ones waiting for hosts (commit_waiters_) from Begin until it goes out
 // of scope.
 class MasterService::WaiterHold {
@@ -450,8 +458,7 @@ asio::awaitable<bool> MasterService::AwaitCommitsAcked(
   JournalSignal& signal = core_->ack_signal();
   while (true) {
     // Subscribe before looking: an acknowledgement in between wakes the wait at once.
-    uint64_t id = signal.Subscribe(
-        [timer] { asio::post(timer->get_executor(), [timer] { timer->cancel(); }); });
+    uint64_t id = signal.Subscribe(CancelOnNotify(timer));
     if (core_->CommitsAcked(marks, unacked) || Clock::now() >= until) {
       signal.Unsubscribe(id);
       co_return unacked->empty();
@@ -481,8 +488,7 @@ asio::awaitable<void> MasterService::AwaitJournal(std::string_view meta) {
   bool woken = false;
   while (Clock::now() < until) {
     // Subscribe before looking: an entry appended in between wakes the wait at once.
-    uint64_t id = signal.Subscribe(
-        [timer] { asio::post(timer->get_executor(), [timer] { timer->cancel(); }); });
+    uint64_t id = signal.Subscribe(CancelOnNotify(timer));
     if (core_->JournalReady(req)) {
       signal.Unsubscribe(id);
       break;
@@ -496,8 +502,7 @@ asio::awaitable<void> MasterService::AwaitJournal(std::string_view meta) {
   if (woken && Clock::now() < until && commit_waiters_.load(std::memory_order_relaxed) == 0) {
     // Let the rest of a burst of commits join this reply, unless a call starts waiting for
     // this host meanwhile (an upsert's or remove's frees: waiters_signal_).
-    uint64_t id = waiters_signal_.Subscribe(
-        [timer] { asio::post(timer->get_executor(), [timer] { timer->cancel(); }); });
+    uint64_t id = waiters_signal_.Subscribe(CancelOnNotify(timer));
     if (commit_waiters_.load(std::memory_order_relaxed) == 0) {
       timer->expires_after(kJournalGather);
       asio::error_code ec;
